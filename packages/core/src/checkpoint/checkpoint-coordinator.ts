@@ -1,0 +1,203 @@
+import type { Logger } from "../logger.ts";
+import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.ts";
+
+export interface CheckpointConfig {
+  /** Time between the start of two checkpoints. */
+  readonly intervalMs: number;
+  /** A checkpoint not acknowledged by every task within this is declined. */
+  readonly timeoutMs: number;
+  /** Least time between the end of one checkpoint and the start of the next. */
+  readonly minPauseMs: number;
+}
+
+export interface CheckpointListener {
+  onComplete?(checkpointId: number, info: { durationMs: number; final: boolean }): void;
+  onDeclined?(checkpointId: number, reason: string): void;
+}
+
+export interface CoordinatorTargets {
+  /** Injects barrier `id` at every source subtask. */
+  triggerBarriers(checkpointId: number): void;
+  /** Tells every task checkpoint `id` is complete; resolves when they have acted (committed). */
+  notifyComplete(checkpointId: number): Promise<void>;
+  notifyAborted(checkpointId: number): Promise<void>;
+}
+
+interface InFlight {
+  readonly id: number;
+  readonly startedAt: number;
+  readonly handles: Map<string, string>;
+  readonly final: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Triggers checkpoints (at most one in flight, with interval, minimum pause and timeout),
+ * collects acknowledgements, makes the checkpoint durable, and only then notifies
+ * completion — the single place where "complete" is decided (DESIGN §2 steps 4–6).
+ */
+export class CheckpointCoordinator {
+  private readonly config: CheckpointConfig;
+  private readonly storage: CheckpointStorage;
+  private readonly targets: CoordinatorTargets;
+  private readonly expectedTasks: ReadonlySet<string>;
+  private readonly metadataBase: Omit<CheckpointMetadata, "checkpointId" | "timestamp" | "taskStates" | "final">;
+  private readonly fail: (error: unknown) => void;
+  private readonly listener: CheckpointListener;
+  private readonly logger: Logger;
+  private lastId: number;
+  private inFlight: InFlight | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private lastTriggerAt = 0;
+  private stopped = false;
+  private finishing = false;
+  private finalDone: (() => void) | undefined;
+  private readonly notifications = new Set<Promise<void>>();
+  completed = 0;
+
+  constructor(init: {
+    config: CheckpointConfig;
+    storage: CheckpointStorage;
+    targets: CoordinatorTargets;
+    expectedTasks: ReadonlySet<string>;
+    metadata: Omit<CheckpointMetadata, "checkpointId" | "timestamp" | "taskStates" | "final">;
+    lastCheckpointId: number;
+    fail: (error: unknown) => void;
+    listener: CheckpointListener;
+    logger: Logger;
+  }) {
+    this.config = init.config;
+    this.storage = init.storage;
+    this.targets = init.targets;
+    this.expectedTasks = init.expectedTasks;
+    this.metadataBase = init.metadata;
+    this.lastId = init.lastCheckpointId;
+    this.fail = init.fail;
+    this.listener = init.listener;
+    this.logger = init.logger;
+  }
+
+  start(): void {
+    this.schedule(this.config.intervalMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.inFlight) clearTimeout(this.inFlight.timer);
+  }
+
+  /**
+   * Every source has stopped reading: take a final checkpoint (again, if one is declined)
+   * and resolve once it is complete and its commits are done.
+   */
+  finish(): Promise<void> {
+    this.finishing = true;
+    const done = new Promise<void>((resolve) => {
+      this.finalDone = resolve;
+    });
+    if (!this.inFlight) this.schedule(0);
+    return done;
+  }
+
+  /** Resolves when every completion notification sent so far has been acted on. */
+  async drainNotifications(): Promise<void> {
+    while (this.notifications.size > 0) await Promise.all([...this.notifications]);
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => {
+        this.trigger().catch((error) => this.fail(error));
+      },
+      Math.max(0, delayMs),
+    );
+  }
+
+  private async trigger(): Promise<void> {
+    if (this.stopped || this.inFlight) return;
+    const id = ++this.lastId;
+    const final = this.finishing;
+    this.lastTriggerAt = Date.now();
+    // The id is reserved durably before any barrier carries it, so no restart reuses it.
+    await this.storage.beginCheckpoint(id);
+    if (this.stopped) return;
+    const inFlight: InFlight = { id, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
+    inFlight.timer = setTimeout(() => {
+      this.decline(inFlight, `not acknowledged within ${this.config.timeoutMs} ms`).catch((e) => this.fail(e));
+    }, this.config.timeoutMs);
+    this.inFlight = inFlight;
+    this.targets.triggerBarriers(id);
+  }
+
+  acknowledge(checkpointId: number, taskKey: string, handle: string): void {
+    const inFlight = this.inFlight;
+    // Late acknowledgements of a declined checkpoint are normal; drop them.
+    if (!inFlight || inFlight.id !== checkpointId) return;
+    inFlight.handles.set(taskKey, handle);
+    if (inFlight.handles.size < this.expectedTasks.size) return;
+    clearTimeout(inFlight.timer);
+    this.complete(inFlight).catch((error) => this.fail(error));
+  }
+
+  private async complete(inFlight: InFlight): Promise<void> {
+    const metadata: CheckpointMetadata = {
+      ...this.metadataBase,
+      checkpointId: inFlight.id,
+      timestamp: Date.now(),
+      taskStates: Object.fromEntries(inFlight.handles),
+      ...(inFlight.final ? { final: true } : {}),
+    };
+    await this.storage.completeCheckpoint(metadata);
+    // Durable now: from here on, recovery commits this checkpoint even if we crash.
+    this.inFlight = undefined;
+    this.completed++;
+    this.listener.onComplete?.(inFlight.id, { durationMs: Date.now() - inFlight.startedAt, final: inFlight.final });
+    const notification = this.targets.notifyComplete(inFlight.id);
+    this.notifications.add(notification);
+    notification.then(
+      () => this.notifications.delete(notification),
+      (error) => {
+        this.notifications.delete(notification);
+        this.fail(error);
+      },
+    );
+    if (inFlight.final) {
+      await notification;
+      this.stop();
+      this.finalDone?.();
+      return;
+    }
+    this.scheduleNext();
+  }
+
+  private async decline(inFlight: InFlight, reason: string): Promise<void> {
+    if (this.inFlight !== inFlight) return;
+    this.inFlight = undefined;
+    this.logger.warn(`checkpoint ${inFlight.id} declined: ${reason}`);
+    this.listener.onDeclined?.(inFlight.id, reason);
+    await this.storage.discardCheckpoint(inFlight.id);
+    await this.targets.notifyAborted(inFlight.id);
+    this.scheduleNext();
+  }
+
+  private scheduleNext(): void {
+    if (this.finishing) {
+      this.schedule(this.config.minPauseMs);
+      return;
+    }
+    const sinceTrigger = Date.now() - this.lastTriggerAt;
+    this.schedule(Math.max(this.config.intervalMs - sinceTrigger, this.config.minPauseMs));
+  }
+
+  /** For tests: decline the checkpoint in flight now, as a timeout would. */
+  declineInFlight(reason: string): Promise<void> {
+    return this.inFlight ? this.decline(this.inFlight, reason) : Promise.resolve();
+  }
+
+  get inFlightCheckpointId(): number | undefined {
+    return this.inFlight?.id;
+  }
+}

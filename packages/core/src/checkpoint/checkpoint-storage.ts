@@ -1,0 +1,48 @@
+/**
+ * Durable checkpoint storage. A checkpoint is complete exactly when its metadata is
+ * durable; everything before that (task state files) is invisible to recovery.
+ */
+export interface CheckpointMetadata {
+  readonly checkpointId: number;
+  readonly timestamp: number;
+  readonly jobName: string;
+  /** Per stage: the parallelism it ran with, so restore can redistribute state. */
+  readonly stages: Record<string, { readonly parallelism: number }>;
+  readonly maxParallelism: number;
+  /** Task key (`<stage>/<subtask>`) → handle returned by `writeTaskState`. */
+  readonly taskStates: Record<string, string>;
+  /** Set for the checkpoint a job took when it finished or stopped gracefully. */
+  readonly final?: boolean;
+}
+
+export interface RestoredCheckpoint {
+  readonly metadata: CheckpointMetadata;
+  /** Task key → the state that task acknowledged. */
+  readonly states: ReadonlyMap<string, unknown>;
+}
+
+/** An append-only log of one sink subtask's records for one checkpoint (write-ahead sinks). */
+export interface LogStore {
+  append(name: string, lines: readonly string[]): Promise<void>;
+  /** Makes everything appended so far durable. */
+  sync(name: string): Promise<void>;
+  read(name: string): AsyncIterable<string>;
+  delete(name: string): Promise<void>;
+  list(): Promise<string[]>;
+}
+
+export interface CheckpointStorage {
+  /** Highest checkpoint id ever started, so ids never repeat across restarts. */
+  highestCheckpointId(): Promise<number>;
+  /** Reserves `checkpointId` durably before any barrier for it is sent. */
+  beginCheckpoint(checkpointId: number): Promise<void>;
+  writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<string>;
+  /** Atomically and durably completes the checkpoint. */
+  completeCheckpoint(metadata: CheckpointMetadata): Promise<void>;
+  /** Drops a declined checkpoint's state (its id stays used). */
+  discardCheckpoint(checkpointId: number): Promise<void>;
+  loadLatest(): Promise<RestoredCheckpoint | undefined>;
+  listCompleted(): Promise<CheckpointMetadata[]>;
+  /** A log store for one namespace (a sink id), kept beside the checkpoints. */
+  logStore(namespace: string): LogStore;
+}

@@ -1,0 +1,225 @@
+import { createReadStream } from "node:fs";
+import { type FileHandle, mkdir, open, readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { CheckpointStorageError } from "../errors.ts";
+import { fsyncDirectory, isNotFound, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
+import type { CheckpointMetadata, CheckpointStorage, LogStore, RestoredCheckpoint } from "./checkpoint-storage.ts";
+
+const METADATA = "_metadata";
+const CHECKPOINT_DIR = /^chk-(\d+)$/;
+
+export interface FileSystemCheckpointStorageOptions {
+  /** How many completed checkpoints to keep; older ones are deleted. Default 3. */
+  readonly retained?: number;
+}
+
+/**
+ * Checkpoints as directories `chk-<id>/` holding one state file a task and a `_metadata`
+ * file written last, atomically (temp file, fsync, rename, fsync dir). A crash while
+ * writing checkpoint n leaves n without metadata, so n−1 stays the one recovery loads.
+ */
+export class FileSystemCheckpointStorage implements CheckpointStorage {
+  readonly directory: string;
+  private readonly retained: number;
+
+  constructor(directory: string, options: FileSystemCheckpointStorageOptions = {}) {
+    this.directory = directory;
+    this.retained = options.retained ?? 3;
+    if (!Number.isInteger(this.retained) || this.retained < 1) {
+      throw new CheckpointStorageError(`retained must be a positive integer, got ${this.retained}`);
+    }
+  }
+
+  private checkpointDir(id: number): string {
+    return join(this.directory, `chk-${id}`);
+  }
+
+  private async checkpointIds(): Promise<number[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.directory);
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+    const ids: number[] = [];
+    for (const name of names) {
+      const match = CHECKPOINT_DIR.exec(name);
+      if (match?.[1]) ids.push(Number(match[1]));
+    }
+    return ids.sort((a, b) => a - b);
+  }
+
+  async highestCheckpointId(): Promise<number> {
+    const ids = await this.checkpointIds();
+    return ids.at(-1) ?? 0;
+  }
+
+  async beginCheckpoint(checkpointId: number): Promise<void> {
+    await mkdir(this.directory, { recursive: true });
+    await mkdir(this.checkpointDir(checkpointId), { recursive: true });
+    // The directory's existence reserves the id: fsync the parent so a reused id is impossible.
+    await fsyncDirectory(this.directory);
+  }
+
+  async writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<string> {
+    const file = `${encodeURIComponent(taskKey)}.json`;
+    await writeFileDurable(join(this.checkpointDir(checkpointId), file), JSON.stringify(state));
+    return file;
+  }
+
+  async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {
+    const dir = this.checkpointDir(metadata.checkpointId);
+    await fsyncDirectory(dir);
+    await writeFileAtomic(join(dir, METADATA), JSON.stringify(metadata));
+    await this.applyRetention(metadata.checkpointId);
+  }
+
+  async discardCheckpoint(checkpointId: number): Promise<void> {
+    const dir = this.checkpointDir(checkpointId);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if (isNotFound(error)) return;
+      throw error;
+    }
+    // Keep the (empty) directory: it still reserves the id.
+    await Promise.all(names.map((name) => rm(join(dir, name), { force: true })));
+  }
+
+  private async isComplete(id: number): Promise<boolean> {
+    try {
+      await readFile(join(this.checkpointDir(id), METADATA));
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+  }
+
+  private async applyRetention(latest: number): Promise<void> {
+    const ids = await this.checkpointIds();
+    let kept = 0;
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i] as number;
+      if (id > latest) continue; // a newer checkpoint may be in flight
+      if (id !== latest && !(await this.isComplete(id))) {
+        await rm(this.checkpointDir(id), { recursive: true, force: true });
+        continue;
+      }
+      kept++;
+      if (kept > this.retained) await rm(this.checkpointDir(id), { recursive: true, force: true });
+    }
+  }
+
+  private async readMetadata(id: number): Promise<CheckpointMetadata | undefined> {
+    let text: string;
+    try {
+      text = await readFile(join(this.checkpointDir(id), METADATA), "utf8");
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+    try {
+      return JSON.parse(text) as CheckpointMetadata;
+    } catch (error) {
+      throw new CheckpointStorageError(`metadata of checkpoint ${id} is not valid JSON`, { cause: error });
+    }
+  }
+
+  async listCompleted(): Promise<CheckpointMetadata[]> {
+    const result: CheckpointMetadata[] = [];
+    for (const id of await this.checkpointIds()) {
+      const metadata = await this.readMetadata(id);
+      if (metadata) result.push(metadata);
+    }
+    return result;
+  }
+
+  async loadLatest(): Promise<RestoredCheckpoint | undefined> {
+    const ids = await this.checkpointIds();
+    for (let i = ids.length - 1; i >= 0; i--) {
+      const id = ids[i] as number;
+      const metadata = await this.readMetadata(id);
+      if (!metadata) continue;
+      const states = new Map<string, unknown>();
+      for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
+        try {
+          states.set(taskKey, JSON.parse(await readFile(join(this.checkpointDir(id), file), "utf8")));
+        } catch (error) {
+          throw new CheckpointStorageError(`state ${file} of complete checkpoint ${id} is unreadable`, {
+            cause: error,
+          });
+        }
+      }
+      return { metadata, states };
+    }
+    return undefined;
+  }
+
+  logStore(namespace: string): LogStore {
+    return new FileSystemLogStore(join(this.directory, "logs", encodeURIComponent(namespace)));
+  }
+}
+
+class FileSystemLogStore implements LogStore {
+  private readonly handles = new Map<string, FileHandle>();
+  private created = false;
+
+  private readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  private async handle(name: string): Promise<FileHandle> {
+    let handle = this.handles.get(name);
+    if (!handle) {
+      if (!this.created) {
+        await mkdir(this.dir, { recursive: true });
+        this.created = true;
+      }
+      handle = await open(join(this.dir, encodeURIComponent(name)), "a");
+      this.handles.set(name, handle);
+    }
+    return handle;
+  }
+
+  async append(name: string, lines: readonly string[]): Promise<void> {
+    if (lines.length === 0) return;
+    const handle = await this.handle(name);
+    await handle.write(`${lines.join("\n")}\n`);
+  }
+
+  async sync(name: string): Promise<void> {
+    const handle = await this.handle(name);
+    await handle.sync();
+    await handle.close();
+    this.handles.delete(name);
+    await fsyncDirectory(this.dir);
+  }
+
+  async *read(name: string): AsyncIterable<string> {
+    const stream = createReadStream(join(this.dir, encodeURIComponent(name)), "utf8");
+    const lines = createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY });
+    for await (const line of lines) if (line.length > 0) yield line;
+  }
+
+  async delete(name: string): Promise<void> {
+    const handle = this.handles.get(name);
+    this.handles.delete(name);
+    await handle?.close();
+    await rm(join(this.dir, encodeURIComponent(name)), { force: true });
+  }
+
+  async list(): Promise<string[]> {
+    try {
+      return (await readdir(this.dir)).map((n) => decodeURIComponent(n));
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+  }
+}

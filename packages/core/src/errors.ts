@@ -1,0 +1,109 @@
+import type { RecordPosition } from "./records.ts";
+import { formatPosition } from "./records.ts";
+
+/**
+ * Base class of every error the runtime raises on purpose. Callers branch on
+ * `code` (or `instanceof`), never on message text.
+ */
+export class ExactlyError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A setting that would lose data silently, or that cannot work. Names the setting. */
+export class ConfigurationError extends ExactlyError {
+  readonly setting: string;
+  constructor(setting: string, message: string, options?: ErrorOptions) {
+    super("CONFIGURATION", `${setting}: ${message}`, options);
+    this.setting = setting;
+  }
+}
+
+/** A record could not be written; names where the record came from. */
+export class RecordWriteError extends ExactlyError {
+  readonly position: RecordPosition | undefined;
+  constructor(position: RecordPosition | undefined, cause: unknown) {
+    const where = position ? formatPosition(position) : "unknown position";
+    super("RECORD_WRITE", `record at ${where} could not be written: ${describe(cause)}`, { cause });
+    this.position = position;
+  }
+}
+
+/**
+ * A pre-committed transaction can no longer be committed (for example it outlived the
+ * external system's transaction timeout). Its data may be lost: this is never silent.
+ */
+export class TransactionLostError extends ExactlyError {
+  readonly checkpointId: number;
+  constructor(checkpointId: number, message: string, options?: ErrorOptions) {
+    super("TRANSACTION_LOST", `possible data loss in checkpoint ${checkpointId}: ${message}`, options);
+    this.checkpointId = checkpointId;
+  }
+}
+
+/** A commit failed for good after its retries; the job fails and recovery recommits. */
+export class CommitFailedError extends ExactlyError {
+  readonly checkpointId: number;
+  constructor(checkpointId: number, cause: unknown) {
+    super("COMMIT_FAILED", `commit of checkpoint ${checkpointId} failed: ${describe(cause)}`, { cause });
+    this.checkpointId = checkpointId;
+  }
+}
+
+/** The outcome of a commit is unknown (connection lost mid-commit); decide it from the external system. */
+export class CommitUnknownError extends ExactlyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("COMMIT_UNKNOWN", message, options);
+  }
+}
+
+/** An error the sink says may pass if retried (timeouts, lost connections). */
+export class TransientError extends ExactlyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("TRANSIENT", message, options);
+  }
+}
+
+/** The job failed more often than its restart strategy allows. */
+export class JobFailedError extends ExactlyError {
+  readonly attempts: number;
+  constructor(attempts: number, cause: unknown) {
+    super("JOB_FAILED", `job failed after ${attempts} attempt(s): ${describe(cause)}`, { cause });
+    this.attempts = attempts;
+  }
+}
+
+/** Checkpoint data on disk is unreadable or inconsistent. */
+export class CheckpointStorageError extends ExactlyError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("CHECKPOINT_STORAGE", message, options);
+  }
+}
+
+/** The job was cancelled (another task failed, or the caller cancelled it). */
+export class CancelledError extends ExactlyError {
+  constructor(message = "job cancelled") {
+    super("CANCELLED", message);
+  }
+}
+
+export function describe(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/** A user function (map, filter, process, …) threw on a record; names where it came from. */
+export class RecordProcessingError extends ExactlyError {
+  readonly position: RecordPosition | undefined;
+  readonly stage: string;
+  constructor(stage: string, position: RecordPosition | undefined, cause: unknown) {
+    const where = position ? formatPosition(position) : "unknown position";
+    super("RECORD_PROCESSING", `stage ${stage} failed on record at ${where}: ${describe(cause)}`, { cause });
+    this.position = position;
+    this.stage = stage;
+  }
+}

@@ -1,0 +1,22 @@
+/** What a sink promises about each input record's effect on the external system. */
+export const DeliveryGuarantee = {
+  EXACTLY_ONCE: "EXACTLY_ONCE",
+  AT_LEAST_ONCE: "AT_LEAST_ONCE",
+  NONE: "NONE",
+} as const;
+export type DeliveryGuarantee = (typeof DeliveryGuarantee)[keyof typeof DeliveryGuarantee];
+
+/**
+ * What a sink supports. Every flag defaults to the safe answer (false); the runtime and the
+ * conformance suite read these declarations instead of guessing.
+ */
+export interface SinkCapabilities {
+  /** Restored state may be spread over a different number of subtasks. */
+  readonly rescale?: boolean;
+  /** Writes are keyed upserts (the end state, not the log of writes, is the output). */
+  readonly upserts?: boolean;
+  /** Records of one subtask reach the external system in input order. */
+  readonly ordered?: boolean;
+  /** The sink finds and aborts work left behind by a crashed run (I4). */
+  readonly abortsLingering?: boolean;
+}

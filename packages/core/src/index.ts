@@ -1,0 +1,64 @@
+export type { CheckpointConfig, CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
+export type {
+  CheckpointMetadata,
+  CheckpointStorage,
+  LogStore,
+  RestoredCheckpoint,
+} from "./checkpoint/checkpoint-storage.ts";
+export {
+  FileSystemCheckpointStorage,
+  type FileSystemCheckpointStorageOptions,
+} from "./checkpoint/filesystem-checkpoint-storage.ts";
+export {
+  CancelledError,
+  CheckpointStorageError,
+  CommitFailedError,
+  CommitUnknownError,
+  ConfigurationError,
+  ExactlyError,
+  JobFailedError,
+  RecordProcessingError,
+  RecordWriteError,
+  TransactionLostError,
+  TransientError,
+} from "./errors.ts";
+export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
+export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
+export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
+export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
+export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
+export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export type { WatermarkStrategy } from "./runtime/job-graph.ts";
+export type { JobClient, JobEvents, JobResult, RestartStrategy } from "./runtime/job-runner.ts";
+export { hashKey, type Key, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export {
+  type CheckpointOptions,
+  DataStream,
+  KeyedStream,
+  StreamJob,
+  type StreamJobOptions,
+  WindowedStream,
+} from "./runtime/stream-job.ts";
+export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
+export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
+export type { Sink, SinkContext, SinkFactory } from "./sinks/sink.ts";
+export {
+  type LingeringContext,
+  type TransactionContext,
+  TwoPhaseCommitSink,
+  type TwoPhaseCommitSinkOptions,
+  type TwoPhaseCommitState,
+} from "./sinks/two-phase-commit-sink.ts";
+export {
+  type CheckpointCommitter,
+  GenericWriteAheadSink,
+  type GenericWriteAheadSinkOptions,
+  jsonCodec,
+  type RecordCodec,
+  type WriteAheadState,
+} from "./sinks/write-ahead-sink.ts";
+export { ArraySource } from "./sources/array-source.ts";
+export { FileSource, type FileSourceOptions } from "./sources/file-source.ts";
+export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generator-source.ts";
+export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
+export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";

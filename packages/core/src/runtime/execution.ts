@@ -1,0 +1,316 @@
+import {
+  type CheckpointConfig,
+  CheckpointCoordinator,
+  type CheckpointListener,
+} from "../checkpoint/checkpoint-coordinator.ts";
+import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
+import { CancelledError } from "../errors.ts";
+import type { Logger } from "../logger.ts";
+import type { KeyedStateSnapshot } from "../operators/keyed-state.ts";
+import { Collector } from "../operators/operator.ts";
+import type { StreamElement } from "../records.ts";
+import type { SinkContext } from "../sinks/sink.ts";
+import { Channel, InputGate } from "./channel.ts";
+import type { Edge, JobGraph, StageNode } from "./job-graph.ts";
+import { keyGroupRange } from "./key-groups.ts";
+import { TaskOutput } from "./output.ts";
+import { OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
+
+type Element = StreamElement<unknown>;
+
+export interface ExecutionOptions {
+  readonly jobName: string;
+  readonly checkpoint: CheckpointConfig;
+  readonly batchSize: number;
+  readonly channelCapacity: number;
+  readonly storage: CheckpointStorage;
+  readonly logger: Logger;
+  readonly listener: CheckpointListener;
+}
+
+export function taskKey(stage: StageNode, subtask: number): string {
+  return `${stage.id}/${subtask}`;
+}
+
+/** The restored states of one stage, by old subtask index. */
+function restoredStatesOf(restored: RestoredCheckpoint | undefined, stage: StageNode): unknown[] {
+  if (!restored) return [];
+  const old = restored.metadata.stages[stage.id];
+  if (!old) return [];
+  const states: unknown[] = [];
+  for (let i = 0; i < old.parallelism; i++) states.push(restored.states.get(`${stage.id}/${i}`));
+  return states;
+}
+
+/**
+ * One run of a job, from restore to finish or failure. A failure anywhere cancels every
+ * task and rejects `run()`; the runner then starts a new execution from the latest
+ * complete checkpoint.
+ */
+export class JobExecution {
+  private readonly graph: JobGraph;
+  private readonly options: ExecutionOptions;
+  private readonly restored: RestoredCheckpoint | undefined;
+  private readonly sources: SourceTask[] = [];
+  private readonly operators: OperatorTask[] = [];
+  private readonly sinks: SinkTask[] = [];
+  private readonly channels: Channel<Element>[] = [];
+  private readonly gates: InputGate<Element>[] = [];
+  private coordinator: CheckpointCoordinator | undefined;
+  private failure: unknown;
+  private rejectFailure: ((error: unknown) => void) | undefined;
+  private finishingSources = 0;
+  private stopRequested = false;
+
+  constructor(graph: JobGraph, options: ExecutionOptions, restored: RestoredCheckpoint | undefined) {
+    this.graph = graph;
+    this.options = options;
+    this.restored = restored;
+  }
+
+  get recordsRead(): number {
+    return this.sources.reduce((sum, task) => sum + task.recordsOut, 0);
+  }
+
+  get recordsWritten(): number {
+    return this.sinks.reduce((sum, task) => sum + task.recordsIn, 0);
+  }
+
+  get checkpointsCompleted(): number {
+    return this.coordinator?.completed ?? 0;
+  }
+
+  /** Test hook: decline the checkpoint in flight. */
+  declineInFlightCheckpoint(reason: string): Promise<void> {
+    return this.coordinator?.declineInFlight(reason) ?? Promise.resolve();
+  }
+
+  /** Graceful stop: stop reading, take a final checkpoint, commit, finish. */
+  requestStop(): void {
+    this.stopRequested = true;
+    for (const source of this.sources) source.requestStop();
+  }
+
+  cancel(reason: unknown = new CancelledError()): void {
+    this.fail(reason);
+  }
+
+  private fail(error: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = error;
+    this.coordinator?.stop();
+    for (const source of this.sources) source.cancel();
+    for (const channel of this.channels) channel.cancel(error);
+    for (const gate of this.gates) gate.cancel(error);
+    this.rejectFailure?.(error);
+  }
+
+  async run(): Promise<void> {
+    const failed = new Promise<never>((_, reject) => {
+      this.rejectFailure = reject;
+    });
+    failed.catch(() => {});
+    try {
+      await this.build();
+      await Promise.race([this.openAll(), failed]);
+      if (this.stopRequested) for (const source of this.sources) source.requestStop();
+      (this.coordinator as CheckpointCoordinator).start();
+      const tasks = [
+        ...this.sources.map((t) => t.run()),
+        ...this.operators.map((t) => t.run()),
+        ...this.sinks.map((t) => t.run()),
+      ].map((p) => p.catch((error) => this.fail(error)));
+      await Promise.race([Promise.all(tasks), failed]);
+      await Promise.race([(this.coordinator as CheckpointCoordinator).drainNotifications(), failed]);
+      if (this.failure !== undefined) throw this.failure;
+      await this.closeAll();
+    } catch (error) {
+      this.fail(error);
+      await this.closeAll().catch(() => {});
+      throw this.failure;
+    } finally {
+      this.coordinator?.stop();
+    }
+  }
+
+  private async build(): Promise<void> {
+    const { graph, options, restored } = this;
+    const inputChannels = new Map<Edge, Channel<Element>[][]>(); // edge → [to subtask][from subtask]
+    for (const stage of graph.stages) {
+      for (const edge of stage.inputs) {
+        const grid: Channel<Element>[][] = [];
+        for (let to = 0; to < edge.to.parallelism; to++) {
+          const row: Channel<Element>[] = [];
+          for (let from = 0; from < edge.from.parallelism; from++) {
+            const channel = new Channel<Element>(options.channelCapacity);
+            this.channels.push(channel);
+            row.push(channel);
+          }
+          grid.push(row);
+        }
+        inputChannels.set(edge, grid);
+      }
+    }
+    const outputOf = (stage: StageNode, subtask: number) =>
+      new TaskOutput(
+        stage.outputs.map((edge) => ({
+          edge,
+          channels: (inputChannels.get(edge) as Channel<Element>[][]).map((row) => row[subtask] as Channel<Element>),
+        })),
+        subtask,
+        graph.maxParallelism,
+      );
+    const gateOf = (stage: StageNode, subtask: number) => {
+      const gate = new InputGate<Element>(
+        stage.inputs.flatMap(
+          (edge) => (inputChannels.get(edge) as Channel<Element>[][])[subtask] as Channel<Element>[],
+        ),
+      );
+      this.gates.push(gate);
+      return gate;
+    };
+
+    const expected = new Set<string>();
+    const acks = {
+      acknowledge: (id: number, key: string, handle: string) => this.coordinator?.acknowledge(id, key, handle),
+    };
+    const sourceCount = graph.stages.filter((s) => s.kind === "source").reduce((n, s) => n + s.parallelism, 0);
+
+    for (const stage of graph.stages) {
+      const old = restoredStatesOf(restored, stage);
+      for (let subtask = 0; subtask < stage.parallelism; subtask++) {
+        const key = taskKey(stage, subtask);
+        expected.add(key);
+        if (stage.kind === "source" && stage.source) {
+          let positions: Map<string, unknown> | undefined;
+          if (restored && old.length > 0) {
+            positions = new Map();
+            for (const state of old)
+              for (const [split, pos] of Object.entries((state ?? {}) as object)) positions.set(split, pos);
+          }
+          const reader = stage.source.createReader({
+            subtask,
+            parallelism: stage.parallelism,
+            restoredPositions: positions,
+          });
+          this.sources.push(
+            new SourceTask({
+              key,
+              storage: options.storage,
+              acks,
+              reader,
+              output: outputOf(stage, subtask),
+              batchSize: options.batchSize,
+              watermarks: stage.watermarks,
+              onFinishing: () => {
+                this.finishingSources++;
+                if (this.finishingSources === sourceCount) this.finishAfterFinalCheckpoint();
+              },
+            }),
+          );
+        } else if (stage.kind === "operator" && stage.operator) {
+          const operator = stage.operator();
+          operator.open({
+            subtask,
+            parallelism: stage.parallelism,
+            maxParallelism: graph.maxParallelism,
+            keyGroups: keyGroupRange(subtask, stage.parallelism, graph.maxParallelism),
+            restored: old.filter((s) => s !== undefined) as KeyedStateSnapshot[],
+          });
+          this.operators.push(
+            new OperatorTask({
+              key,
+              storage: options.storage,
+              acks,
+              gate: gateOf(stage, subtask),
+              operator,
+              output: outputOf(stage, subtask),
+              collector: new Collector(false),
+            }),
+          );
+        } else if (stage.kind === "sink" && stage.sink) {
+          // Old subtask j's state goes to new subtask j mod parallelism.
+          const mine = old.filter((s, j) => s !== undefined && j % stage.parallelism === subtask);
+          const context: SinkContext = {
+            sinkId: stage.id,
+            subtask,
+            parallelism: stage.parallelism,
+            previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
+            restoredCheckpointId: restored?.metadata.checkpointId,
+            restoredStates: mine,
+            allRestoredStates: old.filter((s) => s !== undefined),
+            storage: options.storage,
+            logger: options.logger,
+          };
+          this.sinks.push(
+            new SinkTask({
+              key,
+              storage: options.storage,
+              acks,
+              gate: gateOf(stage, subtask),
+              sink: stage.sink(),
+              context,
+            }),
+          );
+        }
+      }
+    }
+
+    const lastCheckpointId = Math.max(
+      await options.storage.highestCheckpointId(),
+      restored?.metadata.checkpointId ?? 0,
+    );
+    this.coordinator = new CheckpointCoordinator({
+      config: options.checkpoint,
+      storage: options.storage,
+      expectedTasks: expected,
+      lastCheckpointId,
+      metadata: {
+        jobName: options.jobName,
+        maxParallelism: graph.maxParallelism,
+        stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism }])),
+      },
+      targets: {
+        triggerBarriers: (id) => {
+          for (const source of this.sources) source.triggerBarrier(id);
+        },
+        notifyComplete: async (id) => {
+          await Promise.all([
+            ...this.sinks.map((t) => t.sink.notifyCheckpointComplete(id)),
+            ...this.sources.map((t) => t.reader.notifyCheckpointComplete?.(id)),
+          ]);
+        },
+        notifyAborted: async (id) => {
+          await Promise.all(this.sinks.map((t) => t.sink.notifyCheckpointAborted(id)));
+        },
+      },
+      fail: (error) => this.fail(error),
+      listener: options.listener,
+      logger: options.logger,
+    });
+  }
+
+  private finishAfterFinalCheckpoint(): void {
+    (this.coordinator as CheckpointCoordinator).finish().then(
+      () => {
+        for (const source of this.sources) source.finish();
+      },
+      (error) => this.fail(error),
+    );
+  }
+
+  private async openAll(): Promise<void> {
+    await Promise.all(this.sources.map((t) => t.reader.open?.()));
+    // Sinks recover here: commit restored pending work, abort the rest (DESIGN §2 Recovery).
+    await Promise.all(this.sinks.map((t) => t.sink.open(t.context)));
+  }
+
+  private async closeAll(): Promise<void> {
+    const results = await Promise.allSettled([
+      ...this.sinks.map((t) => t.sink.close()),
+      ...this.sources.map((t) => t.reader.close?.()),
+    ]);
+    const rejected = results.find((r) => r.status === "rejected");
+    if (rejected && this.failure === undefined) throw (rejected as PromiseRejectedResult).reason;
+  }
+}

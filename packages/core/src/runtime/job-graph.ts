@@ -1,0 +1,52 @@
+import type { KeyedOperator } from "../operators/operator.ts";
+import type { Batch } from "../records.ts";
+import type { SinkFactory } from "../sinks/sink.ts";
+import type { Source } from "../sources/source.ts";
+import type { Key } from "./key-groups.ts";
+
+/** A stateless step (map, filter, flatMap) run inside the producing subtask: no channel hop. */
+// biome-ignore lint/suspicious/noExplicitAny: a chain mixes record types step by step
+export type ChainStep = (batch: Batch<any>) => Batch<any>;
+
+export type Partitioning =
+  | { readonly kind: "forward" }
+  | { readonly kind: "rebalance" }
+  // biome-ignore lint/suspicious/noExplicitAny: the key selector's input type is erased in the graph
+  | { readonly kind: "hash"; readonly keyOf: (value: any) => Key };
+
+export interface WatermarkStrategy<T> {
+  /** Event time of a record, in milliseconds. */
+  readonly timestampOf: (value: T) => number;
+  /** How late a record may arrive after a later one and still count. */
+  readonly maxOutOfOrdernessMs: number;
+}
+
+export interface Edge {
+  readonly from: StageNode;
+  readonly to: StageNode;
+  readonly chain: readonly ChainStep[];
+  readonly partitioning: Partitioning;
+}
+
+/** One stage of the job, run as `parallelism` subtasks. */
+export interface StageNode {
+  /** Stable across runs: checkpointed state is stored under it. */
+  readonly id: string;
+  readonly kind: "source" | "operator" | "sink";
+  readonly parallelism: number;
+  // biome-ignore lint/suspicious/noExplicitAny: stages of any record type live in one graph
+  readonly source?: Source<any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  readonly watermarks?: WatermarkStrategy<any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  readonly operator?: () => KeyedOperator<any, any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  readonly sink?: SinkFactory<any>;
+  readonly inputs: Edge[];
+  readonly outputs: Edge[];
+}
+
+export interface JobGraph {
+  readonly stages: readonly StageNode[];
+  readonly maxParallelism: number;
+}

@@ -1,0 +1,93 @@
+import type { Batch, StreamElement } from "../records.ts";
+import type { Channel } from "./channel.ts";
+import type { Edge } from "./job-graph.ts";
+import { keyGroupOf, subtaskForKeyGroup } from "./key-groups.ts";
+
+type Element = StreamElement<unknown>;
+
+/** One outgoing edge of a subtask: its chain of stateless steps, then partitioning. */
+class EdgeOutput {
+  private readonly edge: Edge;
+  private readonly channels: readonly Channel<Element>[];
+  private readonly ownIndex: number;
+  private readonly maxParallelism: number;
+  private nextTarget = 0;
+
+  constructor(edge: Edge, channels: readonly Channel<Element>[], ownIndex: number, maxParallelism: number) {
+    this.edge = edge;
+    this.channels = channels;
+    this.ownIndex = ownIndex;
+    this.maxParallelism = maxParallelism;
+  }
+
+  async emit(input: Batch<unknown>): Promise<void> {
+    let batch = input;
+    for (const step of this.edge.chain) {
+      batch = step(batch);
+      if (batch.values.length === 0) return;
+    }
+    const partitioning = this.edge.partitioning;
+    if (partitioning.kind === "forward") {
+      await this.channels[this.ownIndex]?.push({ kind: "batch", batch });
+      return;
+    }
+    if (partitioning.kind === "rebalance") {
+      const target = this.nextTarget;
+      this.nextTarget = (target + 1) % this.channels.length;
+      await this.channels[target]?.push({ kind: "batch", batch });
+      return;
+    }
+    const parts = this.channels.length;
+    if (parts === 1) {
+      await this.channels[0]?.push({ kind: "batch", batch });
+      return;
+    }
+    const split: Array<Batch<unknown> | undefined> = new Array(parts);
+    const { values, positions, timestamps } = batch;
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i];
+      const target = subtaskForKeyGroup(
+        keyGroupOf(partitioning.keyOf(value), this.maxParallelism),
+        this.maxParallelism,
+        parts,
+      );
+      let part = split[target];
+      if (!part) {
+        part = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
+        split[target] = part;
+      }
+      part.values.push(value);
+      part.positions.push(positions[i] as (typeof positions)[number]);
+      part.timestamps?.push(timestamps?.[i] as number);
+    }
+    for (let t = 0; t < parts; t++) {
+      const part = split[t];
+      if (part) await this.channels[t]?.push({ kind: "batch", batch: part });
+    }
+  }
+
+  async broadcast(element: Element): Promise<void> {
+    for (const channel of this.channels) await channel.push(element);
+  }
+}
+
+/** Everything one subtask emits, fanned out over its outgoing edges. */
+export class TaskOutput {
+  private readonly edges: EdgeOutput[];
+
+  constructor(
+    edges: ReadonlyArray<{ edge: Edge; channels: readonly Channel<Element>[] }>,
+    ownIndex: number,
+    maxParallelism: number,
+  ) {
+    this.edges = edges.map((e) => new EdgeOutput(e.edge, e.channels, ownIndex, maxParallelism));
+  }
+
+  async emitBatch(batch: Batch<unknown>): Promise<void> {
+    for (const edge of this.edges) await edge.emit(batch);
+  }
+
+  async broadcast(element: Element): Promise<void> {
+    for (const edge of this.edges) await edge.broadcast(element);
+  }
+}

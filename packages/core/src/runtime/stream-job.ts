@@ -1,0 +1,365 @@
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint-storage.ts";
+import { ConfigurationError, RecordProcessingError } from "../errors.ts";
+import { consoleLogger, type Logger } from "../logger.ts";
+import { type KeyedProcessFunction, KeyedProcessOperator } from "../operators/keyed-process.ts";
+import type { KeyedOperator } from "../operators/operator.ts";
+import {
+  type AggregateFunction,
+  type TumblingEventTimeWindows,
+  WindowOperator,
+  type WindowResult,
+} from "../operators/window.ts";
+import type { Batch, RecordPosition } from "../records.ts";
+import type { SinkFactory } from "../sinks/sink.ts";
+import type { Source } from "../sources/source.ts";
+import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
+import { type JobClient, type JobEvents, type JobResult, type RestartStrategy, startJob } from "./job-runner.ts";
+import type { Key } from "./key-groups.ts";
+
+export interface CheckpointOptions {
+  /** Where checkpoints go: a directory (FileSystemCheckpointStorage) or a storage. */
+  readonly storage: string | CheckpointStorage;
+  /** Default 1000 ms. */
+  readonly intervalMs?: number;
+  /** Default 60 s. */
+  readonly timeoutMs?: number;
+  /** Default 0. */
+  readonly minPauseMs?: number;
+}
+
+export interface StreamJobOptions {
+  readonly name: string;
+  /** Default parallelism of every stage. Default 1. */
+  readonly parallelism?: number;
+  /** Number of key groups; fixed for the life of the job's state. Default 128. */
+  readonly maxParallelism?: number;
+  readonly checkpoint: CheckpointOptions;
+  readonly restart?: RestartStrategy;
+  /** Records a source polls at once: the batch size on every channel. Default 1024. */
+  readonly batchSize?: number;
+  /** Batches a channel holds before the producer waits. Default 4. */
+  readonly channelCapacity?: number;
+  readonly logger?: Logger;
+}
+
+interface StageOptions {
+  /** Stable id of the stage's state; defaults to one derived from its place in the job. */
+  readonly uid?: string;
+  readonly parallelism?: number;
+}
+
+function positiveInteger(setting: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
+  return value;
+}
+
+/**
+ * A streaming job: sources, stateless steps, keyed stages and sinks, run with
+ * checkpoints and restarted from the latest one after a failure.
+ *
+ * ```ts
+ * const job = new StreamJob({ name: "demo", checkpoint: { storage: "./checkpoints" } });
+ * job.fromSource(new GeneratorSource({ count: 1000, generate: (i) => ({ id: i }) }))
+ *   .map((r) => ({ ...r, doubled: r.id * 2 }))
+ *   .sinkTo(() => new MySink(), { name: "out" });
+ * await job.execute();
+ * ```
+ */
+export class StreamJob {
+  readonly options: StreamJobOptions;
+  private readonly stages: StageNode[] = [];
+  private readonly ids = new Set<string>();
+  private counter = 0;
+
+  constructor(options: StreamJobOptions) {
+    this.options = options;
+    positiveInteger("parallelism", options.parallelism ?? 1);
+    positiveInteger("maxParallelism", options.maxParallelism ?? 128);
+    positiveInteger("checkpoint.intervalMs", options.checkpoint.intervalMs ?? 1000);
+    positiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
+    if ((options.checkpoint.minPauseMs ?? 0) < 0)
+      throw new ConfigurationError("checkpoint.minPauseMs", "must not be negative");
+  }
+
+  private get defaultParallelism(): number {
+    return this.options.parallelism ?? 1;
+  }
+
+  get maxParallelism(): number {
+    return this.options.maxParallelism ?? 128;
+  }
+
+  /** @internal */
+  addStage(
+    stage: Omit<StageNode, "inputs" | "outputs">,
+    input?: { from: StageNode; chain: readonly ChainStep[]; partitioning: Partitioning },
+  ): StageNode {
+    if (this.ids.has(stage.id)) {
+      const setting = stage.kind === "sink" ? "sink name" : "uid";
+      throw new ConfigurationError(
+        setting,
+        `"${stage.id}" is used twice in job ${this.options.name}; each must be unique`,
+      );
+    }
+    positiveInteger(`parallelism of ${stage.id}`, stage.parallelism);
+    if (stage.parallelism > this.maxParallelism) {
+      throw new ConfigurationError(
+        "maxParallelism",
+        `stage ${stage.id} has parallelism ${stage.parallelism} above maxParallelism ${this.maxParallelism}`,
+      );
+    }
+    this.ids.add(stage.id);
+    const node: StageNode = { ...stage, inputs: [], outputs: [] };
+    if (input) {
+      if (input.partitioning.kind === "forward" && input.from.parallelism !== node.parallelism) {
+        throw new Error(`forward edge ${input.from.id} → ${node.id} needs equal parallelism`);
+      }
+      const edge: Edge = { from: input.from, to: node, chain: input.chain, partitioning: input.partitioning };
+      input.from.outputs.push(edge);
+      node.inputs.push(edge);
+    }
+    this.stages.push(node);
+    return node;
+  }
+
+  /** @internal */
+  nextId(kind: string): string {
+    return `${kind}-${++this.counter}`;
+  }
+
+  /** @internal */
+  parallelismOf(options: StageOptions | undefined): number {
+    return options?.parallelism ?? this.defaultParallelism;
+  }
+
+  fromSource<T>(source: Source<T>, options: StageOptions & { watermarks?: WatermarkStrategy<T> } = {}): DataStream<T> {
+    const stage = this.addStage({
+      id: options.uid ?? `source:${source.name}`,
+      kind: "source",
+      parallelism: this.parallelismOf(options),
+      source,
+      ...(options.watermarks ? { watermarks: options.watermarks as WatermarkStrategy<unknown> } : {}),
+    });
+    return new DataStream<T>(this, stage, []);
+  }
+
+  graph(): JobGraph {
+    if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
+    return { stages: this.stages, maxParallelism: this.maxParallelism };
+  }
+
+  /** Starts the job; the returned client waits for it, stops or cancels it. */
+  start(events: JobEvents = {}): JobClient {
+    const graph = this.graph();
+    const cp = this.options.checkpoint;
+    const storage = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    const logger = this.options.logger ?? consoleLogger;
+    return startJob(
+      graph,
+      {
+        jobName: this.options.name,
+        checkpoint: {
+          intervalMs: cp.intervalMs ?? 1000,
+          timeoutMs: cp.timeoutMs ?? 60_000,
+          minPauseMs: cp.minPauseMs ?? 0,
+        },
+        batchSize: positiveInteger("batchSize", this.options.batchSize ?? 1024),
+        channelCapacity: positiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
+        storage,
+        logger,
+      },
+      this.options.restart ?? {},
+      events,
+      logger,
+      storage,
+    );
+  }
+
+  /** Runs a bounded job to its end (or an unbounded one until it fails). */
+  execute(events: JobEvents = {}): Promise<JobResult> {
+    return this.start(events).result;
+  }
+}
+
+function stepError(
+  stage: string,
+  positions: readonly RecordPosition[],
+  index: number,
+  error: unknown,
+): RecordProcessingError {
+  return new RecordProcessingError(stage, positions[index], error);
+}
+
+/** A stream of records between two stages; stateless steps chain into the producing stage. */
+export class DataStream<T> {
+  private readonly job: StreamJob;
+  private readonly stage: StageNode;
+  private readonly chain: readonly ChainStep[];
+
+  /** @internal */
+  constructor(job: StreamJob, stage: StageNode, chain: readonly ChainStep[]) {
+    this.job = job;
+    this.stage = stage;
+    this.chain = chain;
+  }
+
+  private with<U>(step: ChainStep): DataStream<U> {
+    return new DataStream<U>(this.job, this.stage, [...this.chain, step]);
+  }
+
+  map<U>(fn: (value: T) => U): DataStream<U> {
+    const name = `${this.stage.id}.map`;
+    return this.with<U>((batch: Batch<T>) => {
+      const { values, positions } = batch;
+      const out = new Array<U>(values.length);
+      for (let i = 0; i < values.length; i++) {
+        try {
+          out[i] = fn(values[i] as T);
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+      }
+      return { values: out, positions, timestamps: batch.timestamps };
+    });
+  }
+
+  filter(fn: (value: T) => boolean): DataStream<T> {
+    const name = `${this.stage.id}.filter`;
+    return this.with<T>((batch: Batch<T>) => {
+      const { values, positions, timestamps } = batch;
+      const out: Batch<T> = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
+      for (let i = 0; i < values.length; i++) {
+        let keep: boolean;
+        try {
+          keep = fn(values[i] as T);
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+        if (!keep) continue;
+        out.values.push(values[i] as T);
+        out.positions.push(positions[i] as RecordPosition);
+        out.timestamps?.push(timestamps?.[i] as number);
+      }
+      return out;
+    });
+  }
+
+  flatMap<U>(fn: (value: T) => Iterable<U>): DataStream<U> {
+    const name = `${this.stage.id}.flatMap`;
+    return this.with<U>((batch: Batch<T>) => {
+      const { values, positions, timestamps } = batch;
+      const out: Batch<U> = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
+      for (let i = 0; i < values.length; i++) {
+        try {
+          for (const u of fn(values[i] as T)) {
+            out.values.push(u);
+            out.positions.push(positions[i] as RecordPosition);
+            out.timestamps?.push(timestamps?.[i] as number);
+          }
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+      }
+      return out;
+    });
+  }
+
+  /** Routes records by key so one subtask owns each key (by key group). */
+  keyBy<K extends Key>(keyOf: (value: T) => K): KeyedStream<K, T> {
+    return new KeyedStream<K, T>(this.job, this.stage, this.chain, keyOf);
+  }
+
+  /** Writes the stream to a sink; `name` must be unique in the job: it prefixes everything the sink creates. */
+  sinkTo(factory: SinkFactory<T>, options: StageOptions & { name: string }): void {
+    const parallelism = this.job.parallelismOf(options);
+    this.job.addStage(
+      { id: options.name, kind: "sink", parallelism, sink: factory as SinkFactory<unknown> },
+      {
+        from: this.stage,
+        chain: this.chain,
+        partitioning: parallelism === this.stage.parallelism ? { kind: "forward" } : { kind: "rebalance" },
+      },
+    );
+  }
+}
+
+export class KeyedStream<K extends Key, T> {
+  private readonly job: StreamJob;
+  private readonly stage: StageNode;
+  private readonly chain: readonly ChainStep[];
+  private readonly keyOf: (value: T) => K;
+
+  /** @internal */
+  constructor(job: StreamJob, stage: StageNode, chain: readonly ChainStep[], keyOf: (value: T) => K) {
+    this.job = job;
+    this.stage = stage;
+    this.chain = chain;
+    this.keyOf = keyOf;
+  }
+
+  private operatorStage<OUT>(
+    kind: string,
+    operator: () => KeyedOperator<T, OUT>,
+    options: StageOptions,
+  ): DataStream<OUT> {
+    const stage = this.job.addStage(
+      {
+        id: options.uid ?? this.job.nextId(kind),
+        kind: "operator",
+        parallelism: this.job.parallelismOf(options),
+        operator: operator as () => KeyedOperator<unknown, unknown>,
+      },
+      { from: this.stage, chain: this.chain, partitioning: { kind: "hash", keyOf: this.keyOf as (v: unknown) => Key } },
+    );
+    return new DataStream<OUT>(this.job, stage, []);
+  }
+
+  /** A keyed stage with checkpointed per-key state. */
+  process<OUT, S>(fn: KeyedProcessFunction<K, T, OUT, S>, options: StageOptions = {}): DataStream<OUT> {
+    return this.operatorStage("process", () => new KeyedProcessOperator(this.keyOf, fn), options);
+  }
+
+  window(windows: TumblingEventTimeWindows): WindowedStream<K, T> {
+    return new WindowedStream(this, windows);
+  }
+
+  /** @internal */
+  windowStage<ACC, OUT>(
+    windows: TumblingEventTimeWindows,
+    aggregate: AggregateFunction<T, ACC, OUT>,
+    options: StageOptions,
+  ): DataStream<WindowResult<K, OUT>> {
+    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options);
+  }
+}
+
+export class WindowedStream<K extends Key, T> {
+  private readonly keyed: KeyedStream<K, T>;
+  private readonly windows: TumblingEventTimeWindows;
+
+  /** @internal */
+  constructor(keyed: KeyedStream<K, T>, windows: TumblingEventTimeWindows) {
+    this.keyed = keyed;
+    this.windows = windows;
+  }
+
+  aggregate<ACC, OUT>(
+    aggregate: AggregateFunction<T, ACC, OUT>,
+    options: StageOptions = {},
+  ): DataStream<WindowResult<K, OUT>> {
+    return this.keyed.windowStage(this.windows, aggregate, options);
+  }
+
+  reduce(fn: (a: T, b: T) => T, options: StageOptions = {}): DataStream<WindowResult<K, T>> {
+    return this.aggregate<T | null, T>(
+      {
+        createAccumulator: () => null,
+        add: (value, acc) => (acc === null ? value : fn(acc, value)),
+        getResult: (acc) => acc as T,
+      },
+      options,
+    );
+  }
+}

@@ -1,0 +1,327 @@
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import type { Collector, KeyedOperator } from "../operators/operator.ts";
+import type { Batch, StreamElement } from "../records.ts";
+import type { Sink, SinkContext } from "../sinks/sink.ts";
+import type { SourceReader } from "../sources/source.ts";
+import type { InputGate } from "./channel.ts";
+import type { WatermarkStrategy } from "./job-graph.ts";
+import type { TaskOutput } from "./output.ts";
+
+type Element = StreamElement<unknown>;
+
+/** How a task reports its part of a checkpoint to the coordinator. */
+export interface CheckpointAcknowledger {
+  acknowledge(checkpointId: number, taskKey: string, stateHandle: string): void;
+}
+
+interface TaskBase {
+  readonly key: string;
+  readonly storage: CheckpointStorage;
+  readonly acks: CheckpointAcknowledger;
+}
+
+async function persistAndAck(task: TaskBase, checkpointId: number, state: unknown): Promise<void> {
+  const handle = await task.storage.writeTaskState(checkpointId, task.key, state);
+  task.acks.acknowledge(checkpointId, task.key, handle);
+}
+
+/**
+ * A source subtask: polls its reader, assigns timestamps and watermarks, and injects
+ * barriers between batches when the coordinator asks. When the reader ends (or a stop
+ * is requested) it stops reading and only answers barriers until the final checkpoint
+ * is complete; then it sends end-of-stream.
+ */
+export class SourceTask implements TaskBase {
+  readonly key: string;
+  readonly storage: CheckpointStorage;
+  readonly acks: CheckpointAcknowledger;
+  readonly reader: SourceReader<unknown>;
+  private readonly output: TaskOutput;
+  private readonly batchSize: number;
+  private readonly watermarks: WatermarkStrategy<unknown> | undefined;
+  private readonly onFinishing: () => void;
+  private readonly barriers: number[] = [];
+  private stopRequested = false;
+  private finalCheckpointDone = false;
+  private cancelled = false;
+  private wake: (() => void) | undefined;
+  private maxTimestamp = Number.NEGATIVE_INFINITY;
+  private lastWatermark = Number.NEGATIVE_INFINITY;
+  recordsOut = 0;
+
+  constructor(init: {
+    key: string;
+    storage: CheckpointStorage;
+    acks: CheckpointAcknowledger;
+    reader: SourceReader<unknown>;
+    output: TaskOutput;
+    batchSize: number;
+    watermarks: WatermarkStrategy<unknown> | undefined;
+    onFinishing: () => void;
+  }) {
+    this.key = init.key;
+    this.storage = init.storage;
+    this.acks = init.acks;
+    this.reader = init.reader;
+    this.output = init.output;
+    this.batchSize = init.batchSize;
+    this.watermarks = init.watermarks;
+    this.onFinishing = init.onFinishing;
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  triggerBarrier(checkpointId: number): void {
+    this.barriers.push(checkpointId);
+    this.signal();
+  }
+
+  requestStop(): void {
+    this.stopRequested = true;
+    this.signal();
+  }
+
+  finish(): void {
+    this.finalCheckpointDone = true;
+    this.signal();
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    this.signal();
+  }
+
+  async run(): Promise<void> {
+    let finishing = false;
+    for (;;) {
+      if (this.cancelled) return;
+      while (this.barriers.length > 0) await this.emitBarrier(this.barriers.shift() as number);
+      if (finishing) {
+        if (this.finalCheckpointDone) {
+          await this.output.broadcast({ kind: "end" });
+          return;
+        }
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        continue;
+      }
+      if (this.stopRequested) {
+        finishing = true;
+        this.onFinishing();
+        continue;
+      }
+      const batch = await this.reader.poll(this.batchSize);
+      if (this.cancelled) return;
+      if (batch === null) {
+        // Like Flink, an exhausted source moves event time to the end, so every window fires
+        // before the final checkpoint and its results are committed with it.
+        if (this.watermarks) await this.output.broadcast({ kind: "watermark", timestamp: Number.POSITIVE_INFINITY });
+        finishing = true;
+        this.onFinishing();
+        continue;
+      }
+      if (batch.values.length === 0) continue;
+      this.recordsOut += batch.values.length;
+      await this.output.emitBatch(this.watermarks ? this.assignTimestamps(batch) : batch);
+      if (this.watermarks) {
+        const watermark = this.maxTimestamp - this.watermarks.maxOutOfOrdernessMs - 1;
+        if (watermark > this.lastWatermark) {
+          this.lastWatermark = watermark;
+          await this.output.broadcast({ kind: "watermark", timestamp: watermark });
+        }
+      }
+    }
+  }
+
+  private assignTimestamps(batch: Batch<unknown>): Batch<unknown> {
+    const timestampOf = (this.watermarks as WatermarkStrategy<unknown>).timestampOf;
+    const timestamps = batch.values.map((value) => {
+      const ts = timestampOf(value);
+      if (ts > this.maxTimestamp) this.maxTimestamp = ts;
+      return ts;
+    });
+    return { values: batch.values, positions: batch.positions, timestamps };
+  }
+
+  private async emitBarrier(checkpointId: number): Promise<void> {
+    // Positions are taken between batches, so they match exactly what went out before the barrier.
+    const positions = this.reader.snapshotPositions();
+    await this.output.broadcast({ kind: "barrier", checkpointId });
+    await persistAndAck(this, checkpointId, positions);
+  }
+}
+
+/**
+ * The input side shared by operators and sinks: reads the gate, aligns barriers (an input
+ * that delivered barrier n is blocked until all have), tracks watermarks per input.
+ */
+abstract class InputTask implements TaskBase {
+  readonly key: string;
+  readonly storage: CheckpointStorage;
+  readonly acks: CheckpointAcknowledger;
+  private readonly gate: InputGate<Element>;
+  private aligning: number | undefined;
+  private barriersSeen = 0;
+  private readonly ended: boolean[];
+  private endedCount = 0;
+  private readonly inputWatermarks: number[];
+  private watermark = Number.NEGATIVE_INFINITY;
+
+  constructor(init: {
+    key: string;
+    storage: CheckpointStorage;
+    acks: CheckpointAcknowledger;
+    gate: InputGate<Element>;
+  }) {
+    this.key = init.key;
+    this.storage = init.storage;
+    this.acks = init.acks;
+    this.gate = init.gate;
+    this.ended = new Array(init.gate.inputCount).fill(false);
+    this.inputWatermarks = new Array(init.gate.inputCount).fill(Number.NEGATIVE_INFINITY);
+  }
+
+  protected abstract onBatch(batch: Batch<unknown>): Promise<void> | void;
+  protected abstract onWatermark(watermark: number): Promise<void> | void;
+  protected abstract onCheckpoint(checkpointId: number): Promise<void>;
+  protected abstract onEnd(): Promise<void>;
+
+  async run(): Promise<void> {
+    const inputs = this.gate.inputCount;
+    while (this.endedCount < inputs) {
+      const { input, element } = await this.gate.take();
+      switch (element.kind) {
+        case "batch":
+          await this.onBatch(element.batch);
+          break;
+        case "barrier":
+          await this.onBarrier(input, element.checkpointId);
+          break;
+        case "watermark":
+          await this.onInputWatermark(input, element.timestamp);
+          break;
+        case "end":
+          this.ended[input] = true;
+          this.endedCount++;
+          this.gate.block(input);
+          break;
+      }
+    }
+    await this.onEnd();
+  }
+
+  private async onBarrier(input: number, checkpointId: number): Promise<void> {
+    if (this.aligning === undefined) {
+      this.aligning = checkpointId;
+      this.barriersSeen = 0;
+    } else if (this.aligning !== checkpointId) {
+      // Channels are FIFO and a blocked input is not read, so this cannot happen.
+      throw new Error(`barrier ${checkpointId} arrived while aligning ${this.aligning} on ${this.key}`);
+    }
+    this.gate.block(input);
+    this.barriersSeen++;
+    if (this.barriersSeen < this.gate.inputCount - this.endedCount) return;
+    this.aligning = undefined;
+    await this.onCheckpoint(checkpointId);
+    this.gate.unblockAll();
+    for (let i = 0; i < this.ended.length; i++) if (this.ended[i]) this.gate.block(i);
+  }
+
+  private async onInputWatermark(input: number, timestamp: number): Promise<void> {
+    if (timestamp <= (this.inputWatermarks[input] as number)) return;
+    this.inputWatermarks[input] = timestamp;
+    const combined = Math.min(...this.inputWatermarks);
+    if (combined > this.watermark) {
+      this.watermark = combined;
+      await this.onWatermark(combined);
+    }
+  }
+}
+
+/** A keyed operator subtask: state snapshotted synchronously at the aligned barrier. */
+export class OperatorTask extends InputTask {
+  private readonly operator: KeyedOperator<unknown, unknown>;
+  private readonly output: TaskOutput;
+  private readonly collector: Collector<unknown>;
+
+  constructor(init: {
+    key: string;
+    storage: CheckpointStorage;
+    acks: CheckpointAcknowledger;
+    gate: InputGate<Element>;
+    operator: KeyedOperator<unknown, unknown>;
+    output: TaskOutput;
+    collector: Collector<unknown>;
+  }) {
+    super(init);
+    this.operator = init.operator;
+    this.output = init.output;
+    this.collector = init.collector;
+  }
+
+  private async flush(): Promise<void> {
+    const out = this.collector.drain();
+    if (out) await this.output.emitBatch(out);
+  }
+
+  protected async onBatch(batch: Batch<unknown>): Promise<void> {
+    this.operator.processBatch(batch, this.collector);
+    await this.flush();
+  }
+
+  protected async onWatermark(watermark: number): Promise<void> {
+    this.operator.processWatermark(watermark, this.collector);
+    await this.flush();
+    await this.output.broadcast({ kind: "watermark", timestamp: watermark });
+  }
+
+  protected async onCheckpoint(checkpointId: number): Promise<void> {
+    const state = JSON.parse(this.operator.snapshotState()) as unknown;
+    await this.output.broadcast({ kind: "barrier", checkpointId });
+    await persistAndAck(this, checkpointId, state);
+  }
+
+  protected async onEnd(): Promise<void> {
+    await this.output.broadcast({ kind: "end" });
+  }
+}
+
+/** A sink subtask: batches to `writeBatch`, the aligned barrier to `snapshotState`. */
+export class SinkTask extends InputTask {
+  readonly sink: Sink<unknown>;
+  readonly context: SinkContext;
+  recordsIn = 0;
+
+  constructor(init: {
+    key: string;
+    storage: CheckpointStorage;
+    acks: CheckpointAcknowledger;
+    gate: InputGate<Element>;
+    sink: Sink<unknown>;
+    context: SinkContext;
+  }) {
+    super(init);
+    this.sink = init.sink;
+    this.context = init.context;
+  }
+
+  protected async onBatch(batch: Batch<unknown>): Promise<void> {
+    this.recordsIn += batch.values.length;
+    const result = this.sink.writeBatch(batch);
+    if (result) await result;
+  }
+
+  protected onWatermark(): void {}
+
+  protected async onCheckpoint(checkpointId: number): Promise<void> {
+    const state = await this.sink.snapshotState(checkpointId);
+    await persistAndAck(this, checkpointId, state);
+  }
+
+  protected async onEnd(): Promise<void> {}
+}

@@ -1,0 +1,41 @@
+import { TransientError } from "../errors.ts";
+
+export interface RetryOptions {
+  /** Attempts in all, the first included. Default 5. */
+  readonly maxAttempts?: number;
+  /** Delay before the second attempt, doubled each time. Default 100 ms. */
+  readonly initialDelayMs?: number;
+  /** Upper bound of one delay. Default 5000 ms. */
+  readonly maxDelayMs?: number;
+}
+
+const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "EBUSY", "EAGAIN"]);
+
+/** The default classification: our TransientError, or a network errno that may pass. */
+export function isTransientByDefault(error: unknown): boolean {
+  if (error instanceof TransientError) return true;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && TRANSIENT_CODES.has(code);
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Runs `action` until it succeeds, retrying transient errors with exponential backoff. */
+export async function withRetry<T>(
+  action: (attempt: number) => Promise<T>,
+  isTransient: (error: unknown) => boolean,
+  options: RetryOptions = {},
+): Promise<T> {
+  const maxAttempts = options.maxAttempts ?? 5;
+  let delay = options.initialDelayMs ?? 100;
+  const maxDelay = options.maxDelayMs ?? 5000;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await action(attempt);
+    } catch (error) {
+      if (attempt >= maxAttempts || !isTransient(error)) throw error;
+      await sleep(delay);
+      delay = Math.min(delay * 2, maxDelay);
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import type { DeliveryGuarantee, SinkCapabilities } from "../guarantee.ts";
+import type { Logger } from "../logger.ts";
+import type { Batch } from "../records.ts";
+
+/** What a sink subtask knows about where it runs and what it restores. */
+export interface SinkContext {
+  /** The sink's unique name in the job; the prefix of everything it creates outside. */
+  readonly sinkId: string;
+  readonly subtask: number;
+  readonly parallelism: number;
+  /** Parallelism of the run whose state is restored; undefined on a fresh start. */
+  readonly previousParallelism: number | undefined;
+  /** The checkpoint restored from; undefined on a fresh start. */
+  readonly restoredCheckpointId: number | undefined;
+  /** The restored states assigned to this subtask (a list: parallelism may have changed). */
+  readonly restoredStates: readonly unknown[];
+  /**
+   * Every restored state of this sink, of all old subtasks. Lingering-work cleanup must
+   * spare what any of them references: another subtask is about to commit it.
+   */
+  readonly allRestoredStates: readonly unknown[];
+  readonly storage: CheckpointStorage;
+  readonly logger: Logger;
+}
+
+/**
+ * The checkpoint hooks every sink implements. The runtime calls them from one subtask;
+ * `notifyCheckpointComplete` runs beside `writeBatch`, never queued behind it, because a
+ * pre-committed transaction can hold locks the next transaction's writes wait for.
+ *
+ * Most sinks extend {@link TwoPhaseCommitSink}, {@link GenericWriteAheadSink} or
+ * {@link IdempotentSink} instead of implementing this directly.
+ */
+export interface Sink<IN> {
+  readonly guarantee: DeliveryGuarantee;
+  readonly capabilities: SinkCapabilities;
+  open(context: SinkContext): Promise<void>;
+  /** Records arrive in batches; a base class turns them into per-record calls. */
+  writeBatch(batch: Batch<IN>): void | Promise<void>;
+  /** Called on barrier `checkpointId`: flush, pre-commit, and return JSON-serializable state. */
+  snapshotState(checkpointId: number): Promise<unknown>;
+  /** Checkpoint `checkpointId` is durable: commit everything up to it. Late and repeated calls are normal. */
+  notifyCheckpointComplete(checkpointId: number): Promise<void>;
+  notifyCheckpointAborted(checkpointId: number): Promise<void>;
+  /** Releases resources. Pending (pre-committed) work is left for recovery, never aborted. */
+  close(): Promise<void>;
+}
+
+/** Creates one sink instance for each subtask of each run. */
+export type SinkFactory<IN> = () => Sink<IN>;

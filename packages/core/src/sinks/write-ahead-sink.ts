@@ -1,0 +1,171 @@
+import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
+import { CommitFailedError } from "../errors.ts";
+import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
+import type { Batch } from "../records.ts";
+import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
+import type { Sink, SinkContext } from "./sink.ts";
+
+/**
+ * Records which checkpoints a write-ahead sink already sent, so a replay after a crash
+ * does not send them again. Keyed by the subtask that logged the records.
+ */
+export interface CheckpointCommitter {
+  open?(): Promise<void>;
+  isCommitted(sinkId: string, subtask: number, checkpointId: number): Promise<boolean>;
+  commit(sinkId: string, subtask: number, checkpointId: number): Promise<void>;
+  close?(): Promise<void>;
+}
+
+export interface RecordCodec<T> {
+  encode(record: T): string;
+  decode(line: string): T;
+}
+
+export const jsonCodec: RecordCodec<never> = {
+  encode: (record) => JSON.stringify(record),
+  decode: (line) => JSON.parse(line) as never,
+};
+
+export interface GenericWriteAheadSinkOptions<IN> {
+  readonly committer: CheckpointCommitter;
+  /** How records are written to the log. Default JSON. */
+  readonly codec?: RecordCodec<IN>;
+  readonly commitRetry?: RetryOptions;
+}
+
+interface PendingLog {
+  readonly checkpointId: number;
+  /** The subtask that logged the records: the committer's key even after a rescale. */
+  readonly subtask: number;
+  readonly log: string;
+}
+
+export interface WriteAheadState {
+  readonly pending: readonly PendingLog[];
+  readonly current: string;
+}
+
+/**
+ * A sink for systems without transactions that span a checkpoint: records go to a durable
+ * log in checkpoint storage, and only when the checkpoint completes are they sent
+ * (`sendValues`) and marked committed (`CheckpointCommitter`).
+ *
+ * When the committer lives in the same store as the data, override `sendAndCommit` to
+ * write data and marker in one transaction: that closes the window in which Flink's
+ * version can send a checkpoint's records twice.
+ */
+export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
+  readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
+  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
+
+  protected readonly committer: CheckpointCommitter;
+  private readonly codec: RecordCodec<IN>;
+  private readonly retry: RetryOptions | undefined;
+  private ctx: SinkContext | undefined;
+  private logs: LogStore | undefined;
+  private currentLog = "";
+  private currentRecords = 0;
+  private readonly pending: PendingLog[] = [];
+  private commits: Promise<void> = Promise.resolve();
+
+  constructor(options: GenericWriteAheadSinkOptions<IN>) {
+    this.committer = options.committer;
+    this.codec = options.codec ?? (jsonCodec as RecordCodec<IN>);
+    this.retry = options.commitRetry;
+  }
+
+  /** Writes one checkpoint's records to the external system. */
+  protected abstract sendValues(records: readonly IN[], checkpointId: number): Promise<void>;
+
+  /** Sends and marks as committed. Override to do both in one transaction. */
+  protected async sendAndCommit(records: readonly IN[], checkpointId: number, subtask: number): Promise<void> {
+    await this.sendValues(records, checkpointId);
+    await this.committer.commit(this.context.sinkId, subtask, checkpointId);
+  }
+
+  protected isTransient(error: unknown): boolean {
+    return isTransientByDefault(error);
+  }
+
+  protected get context(): SinkContext {
+    if (!this.ctx) throw new Error("sink is not open");
+    return this.ctx;
+  }
+
+  private logName(subtask: number, sequence: number): string {
+    return `${subtask}-${sequence}`;
+  }
+
+  async open(context: SinkContext): Promise<void> {
+    this.ctx = context;
+    this.logs = context.storage.logStore(context.sinkId);
+    await this.committer.open?.();
+    const states = context.restoredStates as WriteAheadState[];
+    const restored = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
+    for (const log of restored) await this.replay(log);
+    // Logs no restored state references were begun after the checkpoint: drop them.
+    const referenced = new Set(
+      (context.allRestoredStates as WriteAheadState[]).flatMap((s) => s.pending.map((p) => p.log)),
+    );
+    for (const name of await this.logs.list()) {
+      const index = Number(name.split("-")[0]);
+      const owned = index === context.subtask || (context.subtask === 0 && index >= context.parallelism);
+      if (owned && !referenced.has(name)) await this.logs.delete(name);
+    }
+    this.currentLog = this.logName(context.subtask, (context.restoredCheckpointId ?? 0) + 1);
+    this.currentRecords = 0;
+  }
+
+  async writeBatch(batch: Batch<IN>): Promise<void> {
+    const lines = batch.values.map((v) => this.codec.encode(v));
+    this.currentRecords += lines.length;
+    await (this.logs as LogStore).append(this.currentLog, lines);
+  }
+
+  async snapshotState(checkpointId: number): Promise<WriteAheadState> {
+    if (this.currentRecords > 0) {
+      await (this.logs as LogStore).sync(this.currentLog);
+      this.pending.push({ checkpointId, subtask: this.context.subtask, log: this.currentLog });
+      this.currentLog = this.logName(this.context.subtask, checkpointId + 1);
+      this.currentRecords = 0;
+    }
+    return { pending: [...this.pending], current: this.currentLog };
+  }
+
+  notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    this.commits = this.commits.then(async () => {
+      while (this.pending.length > 0 && (this.pending[0] as PendingLog).checkpointId <= checkpointId) {
+        await this.replay(this.pending[0] as PendingLog);
+        this.pending.shift();
+      }
+    });
+    return this.commits;
+  }
+
+  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
+
+  async close(): Promise<void> {
+    await this.commits.catch(() => {});
+    await this.committer.close?.();
+  }
+
+  private async replay(log: PendingLog): Promise<void> {
+    const sinkId = this.context.sinkId;
+    const logs = this.logs as LogStore;
+    try {
+      await withRetry(
+        async () => {
+          if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
+          const records: IN[] = [];
+          for await (const line of logs.read(log.log)) records.push(this.codec.decode(line));
+          await this.sendAndCommit(records, log.checkpointId, log.subtask);
+        },
+        (e) => this.isTransient(e),
+        this.retry,
+      );
+    } catch (error) {
+      throw new CommitFailedError(log.checkpointId, error);
+    }
+    await logs.delete(log.log);
+  }
+}

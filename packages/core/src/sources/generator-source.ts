@@ -1,0 +1,99 @@
+import { ConfigurationError } from "../errors.ts";
+import type { Batch, RecordPosition } from "../records.ts";
+import { sleep } from "../sinks/retry.ts";
+import { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./source.ts";
+
+export interface GeneratorSourceOptions<T> {
+  readonly name?: string;
+  /** Records in all; undefined for an unbounded source. */
+  readonly count?: number;
+  /** Lanes the indexes are dealt over (index mod splits); the most useful parallelism. Default 4. */
+  readonly splits?: number;
+  /** Records per second over all readers; undefined for as fast as possible. */
+  readonly ratePerSecond?: number;
+  /** Turns an index into a record; must be deterministic, since a replay calls it again. */
+  readonly generate: (index: number) => T;
+}
+
+/** A deterministic source of `generate(0) … generate(count − 1)`. */
+export class GeneratorSource<T> implements Source<T> {
+  readonly name: string;
+  readonly bounded: boolean;
+  readonly options: GeneratorSourceOptions<T>;
+
+  constructor(options: GeneratorSourceOptions<T>) {
+    this.options = options;
+    this.name = options.name ?? "generator";
+    this.bounded = options.count !== undefined;
+    const splits = options.splits ?? 4;
+    if (!Number.isInteger(splits) || splits < 1) throw new ConfigurationError("splits", "must be a positive integer");
+    if (options.count !== undefined && (!Number.isInteger(options.count) || options.count < 0)) {
+      throw new ConfigurationError("count", "must be a non-negative integer");
+    }
+  }
+
+  createReader(context: SourceReaderContext): SourceReader<T> {
+    return new GeneratorReader(this, context);
+  }
+}
+
+class GeneratorReader<T> implements SourceReader<T> {
+  /** Per owned split: the next index it emits. */
+  private readonly lanes: Array<{ split: number; next: number; id: string }> = [];
+  private readonly stride: number;
+  private readonly count: number;
+  private readonly generate: (index: number) => T;
+  private readonly name: string;
+  private readonly perReaderRate: number | undefined;
+  private emitted = 0;
+  private startedAt = 0;
+  private turn = 0;
+
+  constructor(source: GeneratorSource<T>, context: SourceReaderContext) {
+    const splits = source.options.splits ?? 4;
+    this.stride = splits;
+    this.count = source.options.count ?? Number.POSITIVE_INFINITY;
+    this.generate = source.options.generate;
+    this.name = source.name;
+    const rate = source.options.ratePerSecond;
+    this.perReaderRate = rate === undefined ? undefined : rate / context.parallelism;
+    for (let split = 0; split < splits; split++) {
+      if (!ownsSplit(split, context)) continue;
+      const id = String(split);
+      const restored = context.restoredPositions?.get(id);
+      this.lanes.push({ split, id, next: typeof restored === "number" ? restored : split });
+    }
+  }
+
+  async poll(maxRecords: number): Promise<Batch<T> | null> {
+    const live = this.lanes.filter((lane) => lane.next < this.count);
+    if (live.length === 0) return null;
+    let budget = maxRecords;
+    if (this.perReaderRate !== undefined) {
+      if (this.startedAt === 0) this.startedAt = Date.now();
+      const allowed = Math.floor(((Date.now() - this.startedAt) / 1000) * this.perReaderRate) - this.emitted;
+      if (allowed <= 0) {
+        await sleep(Math.min(50, Math.ceil(1000 / this.perReaderRate)));
+        return { values: [], positions: [], timestamps: undefined };
+      }
+      budget = Math.min(budget, allowed);
+    }
+    const values: T[] = [];
+    const positions: RecordPosition[] = [];
+    // Take a run from one lane at a time, rotating, so each lane's positions stay contiguous.
+    const lane = live[this.turn++ % live.length] as (typeof live)[number];
+    while (values.length < budget && lane.next < this.count) {
+      values.push(this.generate(lane.next));
+      positions.push({ source: this.name, split: lane.id, offset: lane.next });
+      lane.next += this.stride;
+    }
+    this.emitted += values.length;
+    return { values, positions, timestamps: undefined };
+  }
+
+  snapshotPositions(): Record<string, unknown> {
+    const positions: Record<string, unknown> = {};
+    for (const lane of this.lanes) positions[lane.id] = lane.next;
+    return positions;
+  }
+}

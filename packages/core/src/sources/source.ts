@@ -1,0 +1,41 @@
+import type { Batch } from "../records.ts";
+
+/**
+ * A source is cut into splits that do not depend on parallelism (generator lanes, files,
+ * Kafka partitions); a reader owns some splits. Its checkpointed state is the position of
+ * each split, so after a change of parallelism the splits are dealt out again and each
+ * resumes where it stopped.
+ */
+export interface Source<T> {
+  /** Names the source in record positions and errors. */
+  readonly name: string;
+  /** A bounded source ends; the job then takes a final checkpoint and finishes. */
+  readonly bounded: boolean;
+  createReader(context: SourceReaderContext): SourceReader<T>;
+}
+
+export interface SourceReaderContext {
+  readonly subtask: number;
+  readonly parallelism: number;
+  /** Split id → position, for every split of the source in the restored checkpoint. */
+  readonly restoredPositions: ReadonlyMap<string, unknown> | undefined;
+}
+
+export interface SourceReader<T> {
+  open?(): Promise<void>;
+  /**
+   * The next records, at most `maxRecords`. Returns `null` once every split of this reader
+   * is exhausted, and an empty batch when nothing arrived within a short wait, so the
+   * runtime can inject barriers into an idle stream.
+   */
+  poll(maxRecords: number): Batch<T> | null | Promise<Batch<T> | null>;
+  /** Split id → position after the last record returned by `poll`. JSON-serializable. */
+  snapshotPositions(): Record<string, unknown>;
+  notifyCheckpointComplete?(checkpointId: number): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** Deals splits to subtasks: split `i` (in a stable order) goes to subtask `i mod parallelism`. */
+export function ownsSplit(splitIndex: number, context: SourceReaderContext): boolean {
+  return splitIndex % context.parallelism === context.subtask;
+}

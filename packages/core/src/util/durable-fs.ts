@@ -1,0 +1,50 @@
+import { open, rename, rm } from "node:fs/promises";
+import { dirname } from "node:path";
+
+/** fsync a directory so a create, rename or unlink inside it survives a machine crash. */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes a file so that readers see either the old content or the whole new one. */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const handle = await open(tmp, "w");
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+  await fsyncDirectory(dirname(path));
+}
+
+/** Writes and fsyncs a new file (no atomic replace needed: the name is fresh). */
+export async function writeFileDurable(path: string, data: string | Uint8Array): Promise<void> {
+  const handle = await open(path, "w");
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+export function isNotFound(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
+}
+
+export function isAlreadyExists(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | undefined)?.code === "EEXIST";
+}

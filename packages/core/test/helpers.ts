@@ -1,0 +1,67 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TwoPhaseCommitSink, type TransactionContext } from "../src/index.ts";
+
+export async function tempDir(prefix = "exactly-test-"): Promise<string> {
+  return mkdtemp(join(tmpdir(), prefix));
+}
+
+/** An external "system" in memory: committed rows and open transactions, with a call log. */
+export class MemoryStore {
+  readonly committed: unknown[] = [];
+  readonly open = new Map<string, unknown[]>();
+  readonly prepared = new Map<string, unknown[]>();
+  readonly committedIds = new Set<string>();
+  readonly log: string[] = [];
+}
+
+export interface MemoryTxn {
+  readonly id: string;
+}
+
+/** A correct two-phase-commit sink over {@link MemoryStore}, for runtime tests. */
+export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
+  readonly store: MemoryStore;
+
+  constructor(store: MemoryStore, options: { transactionTimeoutMs?: number } = {}) {
+    super(options);
+    this.store = store;
+  }
+
+  protected beginTransaction(ctx: TransactionContext): MemoryTxn {
+    const id = `${ctx.sinkId}-${ctx.subtask}-${ctx.checkpointId}`;
+    this.store.open.set(id, []);
+    this.store.log.push(`begin ${id}`);
+    return { id };
+  }
+
+  protected write(txn: MemoryTxn, record: T): void {
+    const rows = this.store.open.get(txn.id);
+    if (!rows) throw new Error(`transaction ${txn.id} is not open`);
+    rows.push(record);
+  }
+
+  protected async preCommit(txn: MemoryTxn): Promise<void> {
+    const rows = this.store.open.get(txn.id) ?? [];
+    this.store.open.delete(txn.id);
+    this.store.prepared.set(txn.id, rows);
+    this.store.log.push(`precommit ${txn.id}`);
+  }
+
+  protected async commit(txn: MemoryTxn): Promise<void> {
+    if (this.store.committedIds.has(txn.id)) return;
+    const rows = this.store.prepared.get(txn.id);
+    if (!rows) throw new Error(`transaction ${txn.id} is not prepared`);
+    this.store.prepared.delete(txn.id);
+    this.store.committed.push(...rows);
+    this.store.committedIds.add(txn.id);
+    this.store.log.push(`commit ${txn.id}`);
+  }
+
+  protected async abort(txn: MemoryTxn): Promise<void> {
+    this.store.open.delete(txn.id);
+    this.store.prepared.delete(txn.id);
+    this.store.log.push(`abort ${txn.id}`);
+  }
+}
