@@ -61,4 +61,5 @@ export { ArraySource } from "./sources/array-source.ts";
 export { FileSource, type FileSourceOptions } from "./sources/file-source.ts";
 export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generator-source.ts";
 export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
+export { siblingScript } from "./util/child-script.ts";
 export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";

@@ -1,7 +1,7 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TwoPhaseCommitSink, type TransactionContext } from "../src/index.ts";
+import { type TransactionContext, TwoPhaseCommitSink } from "../src/index.ts";
 
 export async function tempDir(prefix = "exactly-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GeneratorSource, silentLogger, StreamJob } from "../src/index.ts";
+import { GeneratorSource, StreamJob, silentLogger } from "../src/index.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 describe("StreamJob", () => {

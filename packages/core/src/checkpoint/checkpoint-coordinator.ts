@@ -50,6 +50,8 @@ export class CheckpointCoordinator {
   private timer: NodeJS.Timeout | undefined;
   private lastTriggerAt = 0;
   private stopped = false;
+  /** A trigger is between reserving its id and sending barriers; no second one may start. */
+  private triggering = false;
   private finishing = false;
   private finalDone: (() => void) | undefined;
   private readonly notifications = new Set<Promise<void>>();
@@ -96,7 +98,7 @@ export class CheckpointCoordinator {
     const done = new Promise<void>((resolve) => {
       this.finalDone = resolve;
     });
-    if (!this.inFlight) this.schedule(0);
+    if (!this.inFlight && !this.triggering) this.schedule(0);
     return done;
   }
 
@@ -117,12 +119,17 @@ export class CheckpointCoordinator {
   }
 
   private async trigger(): Promise<void> {
-    if (this.stopped || this.inFlight) return;
+    if (this.stopped || this.inFlight || this.triggering) return;
     const id = ++this.lastId;
     const final = this.finishing;
     this.lastTriggerAt = Date.now();
-    // The id is reserved durably before any barrier carries it, so no restart reuses it.
-    await this.storage.beginCheckpoint(id);
+    this.triggering = true;
+    try {
+      // The id is reserved durably before any barrier carries it, so no restart reuses it.
+      await this.storage.beginCheckpoint(id);
+    } finally {
+      this.triggering = false;
+    }
     if (this.stopped) return;
     const inFlight: InFlight = { id, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
     inFlight.timer = setTimeout(() => {

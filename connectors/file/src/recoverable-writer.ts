@@ -1,0 +1,67 @@
+/**
+ * Where part files live. A part is written to a hidden in-progress location, made durable
+ * at pre-commit, and published atomically at commit. The rolling sink holds the lifecycle;
+ * a writer only knows its storage (local disk now, S3 next), as Flink's RecoverableWriter.
+ */
+export interface PartDescriptor {
+  /** Bucket directory relative to the base ('' for the base itself), already validated. */
+  readonly bucket: string;
+  /** The published file name inside the bucket. */
+  readonly name: string;
+  /** Bytes pre-committed; set once the part is closed for commit. */
+  readonly length?: number;
+  /**
+   * Written straight to its published name (AT_LEAST_ONCE): visible as it is written,
+   * never removed by abort, and commit has nothing left to do.
+   */
+  readonly visible?: boolean;
+}
+
+export interface OpenPart {
+  readonly descriptor: PartDescriptor;
+  /** Bytes accepted so far (buffered or written). */
+  readonly length: number;
+  /** Buffers data; writes it out once enough has gathered. */
+  append(data: string): void | Promise<void>;
+  /** Writes out what is buffered (not durably). */
+  flush(): Promise<void>;
+  /** Writes out everything, makes it durable, and closes: the part can now be committed. */
+  closeForCommit(): Promise<PartDescriptor>;
+  /** Drops the part and what was written. */
+  discard(): Promise<void>;
+}
+
+export interface LingeringFilter {
+  /** Whether a part of this sink, of subtask index `subtask`, is ours to clean up. */
+  ownsSubtaskIndex(subtask: number): boolean;
+  /** Whether a restored state references this part (it must be left alone). */
+  isReferenced(part: PartDescriptor): boolean;
+}
+
+export interface RecoverableWriter {
+  openPart(part: PartDescriptor): Promise<OpenPart>;
+  /** Publishes a closed part. Idempotent: a part already published is left as it is. */
+  commit(part: PartDescriptor): Promise<void>;
+  /** Publishes a part a previous process closed; trims bytes beyond the recorded length. */
+  recoverAndCommit(part: PartDescriptor): Promise<void>;
+  /** Removes a part's in-progress data. Idempotent. */
+  abort(part: PartDescriptor): Promise<void>;
+  /**
+   * Removes in-progress parts of this sink (names starting with `partPrefix`) that the
+   * filter owns and no restored state references. Returns what it removed.
+   */
+  abortLingering(
+    partPrefix: string,
+    parseSubtask: (name: string) => number | undefined,
+    filter: LingeringFilter,
+  ): Promise<string[]>;
+  /**
+   * For visible parts (AT_LEAST_ONCE): cuts a line torn by a crash off the end of this
+   * sink's published parts that the filter owns. Returns the parts it repaired.
+   */
+  repairTornTails(
+    partPrefix: string,
+    parseSubtask: (name: string) => number | undefined,
+    filter: LingeringFilter,
+  ): Promise<string[]>;
+}

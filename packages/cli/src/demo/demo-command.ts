@@ -1,0 +1,209 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { mkdir, mkdtemp, readdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { siblingScript } from "@exactly/core";
+import { SingleBar } from "cli-progress";
+import { type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
+import type { WorkerMessage } from "./demo-protocol.ts";
+import { planKills } from "./kill-plan.ts";
+import { type OutputCheck, verifyOutput } from "./verify-output.ts";
+
+export interface DemoOptions {
+  readonly records: number;
+  readonly kills: number;
+  readonly seed: number;
+  readonly out?: string;
+  readonly parallelism: number;
+  readonly guarantee: string;
+  /** Records per second; 0 for unlimited; undefined for the default (see `defaultRate`). */
+  readonly rate?: number;
+  readonly json: boolean;
+  readonly progress: boolean;
+}
+
+export interface DemoSummary extends OutputCheck {
+  readonly records: number;
+  readonly guarantee: string;
+  readonly seed: number;
+  readonly kills: number;
+  readonly recoveries: number;
+  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  readonly restoredFromCheckpoint: number;
+  readonly checkpoints: number;
+  readonly elapsedSeconds: number;
+  readonly recordsPerSecond: number;
+  readonly peakRssMb: number;
+  readonly ratePerSecond: number | null;
+  readonly out: string;
+  readonly ok: boolean;
+}
+
+const CHECKPOINT_INTERVAL_MS = 500;
+
+/**
+ * Unpaced, the demo job reads a few hundred thousand records a second, so a short run would
+ * end before its first checkpoint and every kill would land before any checkpoint exists.
+ * With kills, the generator is paced so that about four checkpoints pass between two kills.
+ */
+export function defaultRate(records: number, kills: number): number | undefined {
+  if (kills === 0) return undefined;
+  const seconds = (kills + 1) * 4 * (CHECKPOINT_INTERVAL_MS / 1000);
+  return Math.max(1, Math.ceil(records / seconds));
+}
+
+async function prepareOutput(out: string | undefined): Promise<string> {
+  if (!out) return mkdtemp(join(tmpdir(), "exactly-demo-"));
+  const dir = resolve(out);
+  await mkdir(dir, { recursive: true });
+  if ((await readdir(dir)).length > 0) {
+    throw new Error(
+      `--out ${dir} is not empty: the demo checks everything in it, so give it an empty or new directory`,
+    );
+  }
+  return dir;
+}
+
+/**
+ * `exactly demo`: runs the demo job in a child process, kills it with SIGKILL at planned
+ * moments and restarts it, then reads the committed output and counts lost and
+ * duplicated records.
+ */
+export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+  const guarantee = parseGuarantee(options.guarantee);
+  for (const [name, value, min] of [
+    ["--records", options.records, 1],
+    ["--kills", options.kills, 0],
+    ["--parallelism", options.parallelism, 1],
+  ] as const) {
+    if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${value}`);
+  }
+  const out = await prepareOutput(options.out);
+  const config: DemoJobConfig = {
+    records: options.records,
+    out,
+    parallelism: options.parallelism,
+    guarantee,
+    checkpointIntervalMs: CHECKPOINT_INTERVAL_MS,
+    keys: 1024,
+    ratePerSecond: options.rate === undefined ? defaultRate(options.records, options.kills) : options.rate || undefined,
+  };
+  const plan = planKills(options.kills, options.records, options.seed);
+  const worker = siblingScript(import.meta.url, "demo-worker");
+  const bar = options.progress
+    ? new SingleBar({
+        format:
+          "demo |{bar}| {percentage}% read of {total} | checkpoints {checkpoints} | kills {killed}/{planned} | recoveries {recoveries}",
+        stream: process.stderr,
+        hideCursor: true,
+        noTTYOutput: true,
+        notTTYSchedule: 1000,
+      })
+    : undefined;
+  bar?.start(options.records, 0, { checkpoints: 0, killed: 0, planned: plan.length, recoveries: 0 });
+
+  const startedAt = Date.now();
+  let killed = 0;
+  let recoveries = 0;
+  let restoredFromCheckpoint = 0;
+  let checkpointsBefore = 0;
+  let peakRssKb = 0;
+  for (let attempt = 1; ; attempt++) {
+    let checkpointsNow = 0;
+    let outcome: WorkerMessage | undefined;
+    const child: ChildProcess = fork(worker.path, [JSON.stringify(config)], {
+      execArgv: worker.execArgv,
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    let killScheduled = false;
+    child.on("message", (message: WorkerMessage) => {
+      switch (message.type) {
+        case "started":
+          if (message.restoredCheckpointId !== undefined && attempt > 1) restoredFromCheckpoint++;
+          break;
+        case "restarted":
+          recoveries++;
+          break;
+        case "progress": {
+          checkpointsNow = message.checkpoints;
+          peakRssKb = Math.max(peakRssKb, message.maxRssKb);
+          bar?.update(Math.min(message.generated, options.records), {
+            checkpoints: checkpointsBefore + checkpointsNow,
+            killed,
+            recoveries,
+          });
+          const next = plan[killed];
+          if (next && !killScheduled && message.generated >= next.atRecord) {
+            killScheduled = true;
+            setTimeout(() => {
+              if (child.exitCode === null && child.signalCode === null && child.kill("SIGKILL")) killed++;
+            }, next.delayMs);
+          }
+          break;
+        }
+        case "finished":
+        case "failed":
+          outcome = message;
+          break;
+      }
+    });
+    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (c, s) => done({ code: c, signal: s })),
+    );
+    checkpointsBefore += checkpointsNow;
+    if (signal === "SIGKILL") {
+      recoveries++;
+      continue;
+    }
+    if (outcome?.type === "finished" && code === 0) {
+      checkpointsBefore += Math.max(0, outcome.checkpoints - checkpointsNow);
+      break;
+    }
+    bar?.stop();
+    const reason = outcome?.type === "failed" ? outcome.error : `exit code ${code}, signal ${signal}`;
+    throw new Error(`demo worker failed: ${reason}`);
+  }
+  const elapsedSeconds = (Date.now() - startedAt) / 1000;
+  bar?.update(options.records, { checkpoints: checkpointsBefore, killed, recoveries });
+  bar?.stop();
+
+  const check = await verifyOutput(out, options.records);
+  return {
+    ...check,
+    records: options.records,
+    guarantee: options.guarantee,
+    seed: options.seed,
+    kills: killed,
+    recoveries,
+    restoredFromCheckpoint,
+    checkpoints: checkpointsBefore,
+    elapsedSeconds,
+    recordsPerSecond: Math.round(options.records / elapsedSeconds),
+    peakRssMb: Math.round(peakRssKb / 1024),
+    ratePerSecond: config.ratePerSecond ?? null,
+    out,
+    ok: check.lost === 0 && check.duplicated === 0 && check.phantom === 0 && check.keysWithBadSequence === 0,
+  };
+}
+
+export function formatSummary(s: DemoSummary): string {
+  const rows: Array<[string, string]> = [
+    ["guarantee", s.guarantee],
+    ["records in", String(s.records)],
+    ["committed", String(s.committed)],
+    ["lost", String(s.lost)],
+    ["duplicated", String(s.duplicated)],
+    ["phantom", String(s.phantom)],
+    ["keyed state", s.keysWithBadSequence === 0 ? "consistent" : `${s.keysWithBadSequence} keys wrong`],
+    ["checkpoints", String(s.checkpoints)],
+    ["kills (SIGKILL)", `${s.kills} (seed ${s.seed})`],
+    ["recoveries", `${s.recoveries} (${s.restoredFromCheckpoint} from a checkpoint)`],
+    ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
+    ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
+    ["peak RSS", `${s.peakRssMb} MB`],
+    ["output", s.out],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  const verdict = s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE";
+  return [...rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`), verdict].join("\n");
+}

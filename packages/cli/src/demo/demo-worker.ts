@@ -1,0 +1,46 @@
+/**
+ * The demo job in a child process, so the parent can kill it with SIGKILL. It talks to the
+ * parent over IPC: progress, checkpoints, restarts, and the end.
+ */
+import { consoleLogger, silentLogger } from "@exactly/core";
+import { type DemoJobConfig, startDemoJob } from "./demo-job.ts";
+import type { WorkerMessage } from "./demo-protocol.ts";
+
+const config = JSON.parse(process.argv[2] ?? "{}") as DemoJobConfig;
+const send = (message: WorkerMessage) => process.send?.(message);
+
+let generated = 0;
+let checkpoints = 0;
+const client = startDemoJob(
+  config,
+  (index) => {
+    if (index >= generated) generated = index + 1;
+  },
+  {
+    onStart: ({ restoredCheckpointId }) => send({ type: "started", restoredCheckpointId }),
+    onComplete: () => {
+      checkpoints++;
+    },
+    onRestart: ({ error }) =>
+      send({ type: "restarted", error: error instanceof Error ? error.message : String(error) }),
+  },
+  process.env.EXACTLY_DEMO_VERBOSE ? consoleLogger : silentLogger,
+);
+
+const report = () => send({ type: "progress", generated, checkpoints, maxRssKb: process.resourceUsage().maxRSS });
+const timer = setInterval(report, 20);
+
+client.result.then(
+  (result) => {
+    clearInterval(timer);
+    report();
+    send({ type: "finished", checkpoints, restarts: result.restarts });
+    process.disconnect?.();
+  },
+  (error: unknown) => {
+    clearInterval(timer);
+    send({ type: "failed", error: error instanceof Error ? error.message : String(error) });
+    process.exitCode = 1;
+    process.disconnect?.();
+  },
+);

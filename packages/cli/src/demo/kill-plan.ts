@@ -1,0 +1,25 @@
+/** A small seeded PRNG (mulberry32): the same seed gives the same kill plan. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * Where the kills land: K points of read progress, spread at random over 5 %–95 % of the
+ * records, each with a small random delay. Progress rewinds to the restored checkpoint
+ * after each kill, so every point is reached and all K kills happen.
+ */
+export function planKills(kills: number, records: number, seed: number): Array<{ atRecord: number; delayMs: number }> {
+  const random = seededRandom(seed);
+  const points = Array.from({ length: kills }, () => ({
+    atRecord: Math.floor(records * (0.05 + 0.9 * random())),
+    delayMs: Math.floor(random() * 40),
+  }));
+  return points.sort((a, b) => a.atRecord - b.atRecord);
+}

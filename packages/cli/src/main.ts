@@ -1,0 +1,35 @@
+import { Command, InvalidArgumentError } from "commander";
+import { formatSummary, runDemo } from "./demo/demo-command.ts";
+
+function integer(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
+  return n;
+}
+
+export function buildProgram(): Command {
+  const program = new Command("exactly").description("End-to-end exactly-once stream pipelines").showHelpAfterError();
+  program
+    .command("demo")
+    .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output")
+    .option("--records <n>", "records to generate", integer, 1_000_000)
+    .option("--kills <k>", "SIGKILLs during the run", integer, 3)
+    .option("--seed <s>", "seed of the kill plan (reproduces it)", integer)
+    .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
+    .option("--parallelism <p>", "parallelism of every stage", integer, 2)
+    .option("--guarantee <g>", "exactly-once or at-least-once", "exactly-once")
+    .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
+    .option("--json", "print the summary as JSON on the last line", false)
+    .action(async (opts) => {
+      const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
+      const summary = await runDemo({ ...opts, seed, progress: true });
+      console.log(formatSummary(summary));
+      if (opts.json) console.log(JSON.stringify(summary));
+      if (!summary.ok) process.exitCode = 1;
+    });
+  return program;
+}
+
+export async function main(argv: readonly string[]): Promise<void> {
+  await buildProgram().parseAsync(argv as string[]);
+}
