@@ -22,6 +22,7 @@ export {
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
+export { FAULT_POINTS, type FaultPoint, reachFault } from "./faults/fault-points.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";

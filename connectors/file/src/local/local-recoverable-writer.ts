@@ -1,7 +1,7 @@
 import type { Dirent } from "node:fs";
 import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { ExactlyError, fsyncDirectory, isAlreadyExists, isNotFound } from "@exactly/core";
+import { ExactlyError, fsyncDirectory, isAlreadyExists, isNotFound, reachFault } from "@exactly/core";
 import type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "../recoverable-writer.ts";
 
 /** A pre-committed part is neither in progress nor published: its data is gone. */
@@ -87,6 +87,8 @@ export class LocalRecoverableWriter implements RecoverableWriter {
         throw error;
       }
     }
+    // Published but the in-progress file is still there: a crash here must be harmless.
+    reachFault("mid-commit");
     await unlink(source).catch((error) => {
       if (!isNotFound(error)) throw error;
     });
@@ -135,6 +137,7 @@ export class LocalRecoverableWriter implements RecoverableWriter {
         if (!isNotFound(error)) throw error;
       });
       removed.push(join(bucket, file));
+      reachFault("during-lingering-abort");
     }
     return removed;
   }

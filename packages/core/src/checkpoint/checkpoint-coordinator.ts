@@ -1,3 +1,4 @@
+import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
 import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.ts";
 
@@ -158,6 +159,7 @@ export class CheckpointCoordinator {
       ...(inFlight.final ? { final: true } : {}),
     };
     await this.storage.completeCheckpoint(metadata);
+    reachFault("after-checkpoint-durable");
     // Durable now: from here on, recovery commits this checkpoint even if we crash.
     this.inFlight = undefined;
     this.completed++;

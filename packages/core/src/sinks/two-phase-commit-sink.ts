@@ -1,4 +1,5 @@
 import { CommitFailedError, RecordWriteError, TransactionLostError } from "../errors.ts";
+import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
@@ -154,6 +155,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     for (const entry of restored) {
       const pending = { ...entry, txn: this.decodeTransaction(entry.txn) };
       await this.commitPending(pending, true);
+      reachFault("during-recovery-commit");
     }
     for (const state of states) {
       if (state.current) {
@@ -170,6 +172,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
       ...s.pending.map((p) => this.decodeTransaction(p.txn)),
       ...(s.current ? [this.decodeTransaction(s.current.txn)] : []),
     ]);
+    reachFault("during-lingering-abort");
     await this.abortLingering({
       sinkId: context.sinkId,
       subtask: context.subtask,
@@ -189,6 +192,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
       subtask: ctx.subtask,
       checkpointId: this.lastCheckpointId + 1,
     });
+    reachFault("after-begin");
     return { txn, startedAt: Date.now(), records: 0 };
   }
 
@@ -197,6 +201,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     if (!current) throw new Error("sink is not open");
     current.records += batch.values.length;
     await this.writeRecords(current.txn, batch.values, batch.positions);
+    reachFault("mid-write");
   }
 
   async snapshotState(checkpointId: number): Promise<TwoPhaseCommitState> {
@@ -206,6 +211,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     // An empty transaction is neither pre-committed nor committed: it stays open for the next checkpoint.
     if (current.records > 0) {
       await this.preCommit(current.txn);
+      reachFault("after-pre-commit");
       this.pending.set(checkpointId, { checkpointId, ...current });
       this.current = await this.startTransaction();
     }
@@ -245,6 +251,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     for (const [id, pending] of this.pending) {
       if (id > checkpointId) break;
       await this.commitPending(pending, false);
+      // Committed, but still pending in any state taken so far: recovery will commit it again (I5).
+      reachFault("mid-commit");
       this.pending.delete(id);
     }
   }
