@@ -65,3 +65,32 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
     this.store.log.push(`abort ${txn.id}`);
   }
 }
+
+import { FileSystemCheckpointStorage, type Logger, type SinkContext } from "../src/index.ts";
+import type { Batch } from "../src/records.ts";
+
+/** A logger that keeps what it was told, for assertions. */
+export function recordingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return { warnings, info: () => {}, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
+}
+
+/** A sink context for driving a sink's hooks directly, without a job. */
+export async function sinkContext(overrides: Partial<SinkContext> = {}): Promise<SinkContext> {
+  return {
+    sinkId: "s",
+    subtask: 0,
+    parallelism: 1,
+    previousParallelism: undefined,
+    restoredCheckpointId: undefined,
+    restoredStates: [],
+    allRestoredStates: [],
+    storage: new FileSystemCheckpointStorage(await tempDir()),
+    logger: recordingLogger(),
+    ...overrides,
+  };
+}
+
+export function batchOf<T>(values: T[], source = "test"): Batch<T> {
+  return { values, positions: values.map((_, i) => ({ source, split: "0", offset: i })), timestamps: undefined };
+}

@@ -1,0 +1,84 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { event, RECORDS } from "./fixtures/keyed-window-job.ts";
+
+const script = fileURLToPath(new URL("./fixtures/keyed-window-job.ts", import.meta.url));
+
+function run(env: Record<string, string>): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script],
+      {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (c) => {
+      stderr += c;
+    });
+    child.on("exit", (code, signal) => resolve({ code, signal, stderr }));
+  });
+}
+
+async function lines<T>(dir: string): Promise<T[]> {
+  const out: T[] = [];
+  for (const name of await readdir(dir)) {
+    if (name.startsWith(".")) continue;
+    for (const line of (await readFile(join(dir, name), "utf8")).split("\n")) if (line) out.push(JSON.parse(line));
+  }
+  return out;
+}
+
+describe("keyed state and windows across crashes and rescaling", () => {
+  it("produce the same results as an uninterrupted batch computation", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-keyed-window-"));
+    const runs = [
+      { JOB_PARALLELISM: "2", EXACTLY_FAULT: "after-pre-commit@9" },
+      { JOB_PARALLELISM: "3", EXACTLY_FAULT: "mid-write@25" },
+      { JOB_PARALLELISM: "3", EXACTLY_FAULT: "after-checkpoint-durable@4" },
+    ];
+    for (const env of runs) {
+      const result = await run({ JOB_OUT: out, ...env });
+      expect(result.signal, result.stderr).toBe("SIGKILL");
+    }
+    const last = await run({ JOB_OUT: out, JOB_PARALLELISM: "1" });
+    expect(last.code, last.stderr).toBe(0);
+
+    // Batch computation over the same input.
+    const expectedWindows = new Map<string, number>();
+    const expectedCount = new Map<string, number>();
+    for (let id = 0; id < RECORDS; id++) {
+      const e = event(id);
+      const start = e.ts - (e.ts % 1000);
+      const slot = `${e.key}@${start}`;
+      expectedWindows.set(slot, (expectedWindows.get(slot) ?? 0) + e.value);
+      expectedCount.set(e.key, (expectedCount.get(e.key) ?? 0) + 1);
+    }
+
+    const windows = await lines<{ key: string; start: number; end: number; value: number }>(join(out, "windows"));
+    const actual = new Map<string, number>();
+    for (const w of windows) {
+      const slot = `${w.key}@${w.start}`;
+      expect(actual.has(slot), `window ${slot} emitted twice`).toBe(false);
+      actual.set(slot, w.value);
+    }
+    expect(actual).toEqual(expectedWindows);
+
+    const seq = await lines<{ id: number; key: string; seq: number }>(join(out, "seq"));
+    expect(new Set(seq.map((r) => r.id)).size).toBe(RECORDS);
+    expect(seq.length).toBe(RECORDS);
+    for (const [key, count] of expectedCount) {
+      const seqs = seq
+        .filter((r) => r.key === key)
+        .map((r) => r.seq)
+        .sort((a, b) => a - b);
+      expect(seqs, `seq of ${key}`).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    }
+  });
+});
