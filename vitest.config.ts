@@ -9,6 +9,7 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions, externalConditions: ["@exactly/source"] } },
   test: {
+    reporters: ["default", "./test/plain-summary-reporter.ts"],
     testTimeout: 180_000,
     hookTimeout: 300_000,
     projects: [

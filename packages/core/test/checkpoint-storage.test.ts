@@ -53,7 +53,8 @@ describe("FileSystemCheckpointStorage", () => {
       });
       // Let it complete at least one more checkpoint, then kill it at some point of the next.
       const watcher = new FileSystemCheckpointStorage(dir);
-      while ((await watcher.highestCheckpointId()) <= previous + 1) await new Promise((r) => setTimeout(r, 5));
+      const completed = async () => (await watcher.listCompleted()).at(-1)?.checkpointId ?? 0;
+      while ((await completed()) <= previous) await new Promise((r) => setTimeout(r, 5));
       await new Promise((r) => setTimeout(r, (round * 7) % 23));
       child.kill("SIGKILL");
       await new Promise((r) => child.on("exit", r));

@@ -1,0 +1,102 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const exec = promisify(execFile);
+const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+const bin = (name: string) => join(root, "node_modules", ".bin", name);
+
+/** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
+describe("packages install alone", () => {
+  it("core, file and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
+    await exec(bin("tsc"), ["-b"], { cwd: root });
+    const packs = await mkdtemp(join(tmpdir(), "exactly-packs-"));
+    for (const pkg of ["packages/core", "connectors/file", "packages/cli"]) {
+      await exec("pnpm", ["pack", "--pack-destination", packs], { cwd: join(root, pkg) });
+    }
+    const tarballs = (await readdir(packs)).filter((n) => n.endsWith(".tgz")).sort();
+    expect(tarballs).toEqual(["exactly-cli-0.1.0.tgz", "exactly-core-0.1.0.tgz", "exactly-file-0.1.0.tgz"]);
+
+    const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
+    await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
+    // Core and the file connector alone: what a user who writes one job installs.
+    await exec(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        join(packs, "exactly-core-0.1.0.tgz"),
+        join(packs, "exactly-file-0.1.0.tgz"),
+      ],
+      {
+        cwd: app,
+      },
+    );
+    const core = JSON.parse(await readFile(join(app, "node_modules/@exactly/core/package.json"), "utf8"));
+    expect(core.exports["."].types).toBe("./dist/index.d.ts");
+    const file = JSON.parse(await readFile(join(app, "node_modules/@exactly/file/package.json"), "utf8"));
+    expect(file.peerDependencies["@exactly/core"]).toBe("^0.1.0");
+
+    await writeFile(
+      join(app, "job.ts"),
+      `import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { localFileSink } from "@exactly/file";
+const out: string = process.argv[2] ?? "";
+const job = new StreamJob({ name: "app", checkpoint: { storage: out + "/.checkpoints", intervalMs: 50 }, logger: silentLogger });
+job
+  .fromSource(new GeneratorSource({ count: 5000, generate: (id: number) => ({ id }) }))
+  .sinkTo(() => localFileSink<{ id: number }>({ directory: out }), { name: "files" });
+const result = await job.execute();
+console.log(JSON.stringify(result));
+`,
+    );
+    // The declarations type-check a user's code against the installed packages.
+    await exec(
+      bin("tsc"),
+      [
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2023",
+        "--types",
+        "node",
+        "--typeRoots",
+        join(root, "node_modules/@types"),
+        "job.ts",
+      ],
+      { cwd: app },
+    );
+    const out = await mkdtemp(join(tmpdir(), "exactly-app-out-"));
+    const { stdout } = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts", out], {
+      cwd: app,
+    });
+    expect(JSON.parse(stdout).checkpointsCompleted).toBeGreaterThan(0);
+    const ids = new Set<number>();
+    for (const name of await readdir(out)) {
+      if (name.startsWith(".")) continue;
+      for (const line of (await readFile(join(out, name), "utf8")).split("\n")) if (line) ids.add(JSON.parse(line).id);
+    }
+    expect(ids.size).toBe(5000);
+
+    // The CLI on top: `exactly demo` from the installed tarball.
+    await exec("npm", ["install", "--no-audit", "--no-fund", join(packs, "exactly-cli-0.1.0.tgz")], { cwd: app });
+    const demo = await exec(
+      join(app, "node_modules/.bin/exactly"),
+      ["demo", "--records", "20000", "--kills", "1", "--seed", "3", "--json"],
+      {
+        cwd: app,
+      },
+    );
+    const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
+    expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
+  });
+});
