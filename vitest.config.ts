@@ -1,9 +1,11 @@
 import { defineConfig } from "vitest/config";
 
 // Tests run against the TypeScript sources: the "@exactly/source" export condition points
-// every workspace package at src/, so no build step is needed (child processes use the same
-// condition, see packages/core/src/testing/child-process.ts).
-const conditions = ["@exactly/source", "node", "import", "default"];
+// every workspace package at src/, so no build step is needed (child processes get the same
+// condition from siblingScript in @exactly/core). Only "node" is added besides: listing
+// "import" here would make pg's require("pg-pool") load pg-pool's ESM build.
+const conditions = ["@exactly/source", "node"];
+const services = { globalSetup: ["test/services/global-setup.ts"] };
 
 export default defineConfig({
   resolve: { conditions },
@@ -17,12 +19,8 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: [
-            "packages/*/src/**/*.test.ts",
-            "packages/*/test/**/*.test.ts",
-            "connectors/file/test/**/*.test.ts",
-            "test/e2e/**/*.test.ts",
-          ],
+          include: ["packages/*/test/**/*.test.ts", "connectors/file/test/*.test.ts", "test/e2e/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -30,11 +28,22 @@ export default defineConfig({
         test: {
           name: "services",
           include: [
-            "test/services/**/*.test.ts",
+            "test/services/{kafka,redis,s3}.test.ts",
             "connectors/{kafka,postgres,redis}/test/**/*.test.ts",
             "connectors/file/test/s3/**/*.test.ts",
           ],
-          globalSetup: ["test/services/global-setup.ts"],
+          ...services,
+          sequence: { groupOrder: 1 },
+        },
+      },
+      {
+        // Restarts the Postgres server, which ends every session on it: runs before the rest.
+        extends: true,
+        test: {
+          name: "services-restart",
+          include: ["test/services/postgres.test.ts"],
+          ...services,
+          sequence: { groupOrder: 0 },
         },
       },
     ],

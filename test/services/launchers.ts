@@ -1,0 +1,30 @@
+// The local launcher of each service, serialized across processes.
+
+import { join } from "node:path";
+import { kafkaLauncher } from "./kafka.ts";
+import type { Launcher } from "./launcher.ts";
+import { stateDir } from "./paths.ts";
+import { postgresLauncher } from "./postgres.ts";
+import { type Progress, withLock } from "./proc.ts";
+import { redisLauncher } from "./redis.ts";
+import { s3Launcher } from "./s3.ts";
+import type { ServiceName } from "./service-env.ts";
+
+/** One `up` or `down` per service at a time, across processes. */
+function serialized<S extends ServiceName>(launcher: Launcher<S>): Launcher<S> {
+  const lock = join(stateDir, "locks", `${launcher.service}.lock`);
+  const waitNote = (progress: Progress) => (owner: number) =>
+    progress(`waiting for process ${owner}, which is starting or stopping ${launcher.service}`);
+  return {
+    ...launcher,
+    up: (progress) => withLock(lock, waitNote(progress), () => launcher.up(progress)),
+    down: (progress) => withLock(lock, waitNote(progress), () => launcher.down(progress)),
+  };
+}
+
+export const launchers: { [S in ServiceName]: Launcher<S> } = {
+  kafka: serialized(kafkaLauncher),
+  postgres: serialized(postgresLauncher),
+  redis: serialized(redisLauncher),
+  s3: serialized(s3Launcher),
+};

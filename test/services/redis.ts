@@ -1,0 +1,58 @@
+// Local Redis from Debian's redis-server package: loopback only, no persistence (tests want a
+// clean server after every restart, and snapshots would only cost disk writes).
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { aptInstall } from "./install.ts";
+import { type DaemonSpec, daemonPid, downDaemon, type Launcher, upDaemon } from "./launcher.ts";
+import { logFile, pidFile, serviceDir } from "./paths.ts";
+import { spawnDaemon, which } from "./proc.ts";
+
+const HOST = "127.0.0.1";
+const PORT = 56379;
+
+function redisServer(): string | undefined {
+  return which("redis-server");
+}
+
+const spec: DaemonSpec<"redis"> = {
+  service: "redis",
+  host: HOST,
+  ports: [PORT],
+  endpoint: () => ({ url: `redis://${HOST}:${PORT}` }),
+  // redis-server replaces its command line with "redis-server <bind>:<port>".
+  looksLikeOurs: (cmdline) => cmdline.includes("redis-server") && cmdline.includes(`:${PORT}`),
+  install: async (progress) => {
+    if (!redisServer()) await aptInstall(["redis-server"], logFile("redis"), progress);
+  },
+  start: async () => {
+    const server = redisServer();
+    if (!server) throw new Error("redis-server not found after installing it");
+    const dir = serviceDir("redis");
+    const config = join(dir, "redis.conf");
+    writeFileSync(
+      config,
+      [
+        `bind ${HOST}`,
+        `port ${PORT}`,
+        "daemonize no",
+        'logfile ""',
+        `dir "${dir}"`,
+        'save ""',
+        "appendonly no",
+        "",
+      ].join("\n"),
+    );
+    spawnDaemon(server, [config], { log: logFile("redis"), pidFile: pidFile("redis"), cwd: dir });
+  },
+  readyTimeoutMs: 30_000,
+  stopSignal: "SIGTERM",
+};
+
+export const redisLauncher: Launcher<"redis"> = {
+  service: "redis",
+  endpoint: spec.endpoint,
+  runningPid: () => daemonPid(spec),
+  up: (progress) => upDaemon(spec, progress),
+  down: (progress) => downDaemon(spec, progress),
+};

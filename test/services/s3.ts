@@ -1,0 +1,227 @@
+// A local S3-compatible server: MinIO built from its Go module by default (a real object store
+// that enforces S3's multipart rules), moto's server mode as the fallback when MinIO cannot be
+// built (no Go toolchain new enough, or the build fails). EXACTLY_S3_SERVER=minio|moto forces one.
+//
+// Both listen on the same port, so tests see one S3 endpoint whichever runs; the state dir
+// records which one was started. Credentials are random per clone and kept in the state dir.
+
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ensureGo, ensurePythonVenv } from "./install.ts";
+import { type DaemonSpec, daemonPid, downDaemon, type Launcher, type UpResult, upDaemon } from "./launcher.ts";
+import { cacheDir, logFile, pidFile, serviceDir } from "./paths.ts";
+import { appendLog, type Progress, run, spawnDaemon } from "./proc.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "./service-env.ts";
+
+// MinIO publishes no semver tags (its RELEASE.* tags are not Go module versions), so the pin is
+// the pseudo-version of its last published commit; it builds with Go 1.24 or newer.
+export const MINIO_MODULE = "github.com/minio/minio";
+export const MINIO_VERSION = "v0.0.0-20260212201848-7aac2a2c5b7c";
+export const MOTO_VERSION = "5.2.5";
+
+export type S3Server = "minio" | "moto";
+
+const HOST = "127.0.0.1";
+const PORT = 59000;
+const CONSOLE_PORT = 59001;
+
+const minioBin = join(cacheDir, `minio-${MINIO_VERSION}`, "minio");
+// Left behind by a failed build so that later runs go straight to moto instead of spending
+// minutes on the same failure; EXACTLY_S3_SERVER=minio tries the build again.
+const minioBuildFailed = join(cacheDir, `minio-${MINIO_VERSION}`, "build-failed");
+const motoVenv = join(cacheDir, `moto-${MOTO_VERSION}`, "venv");
+
+function s3Dir(): string {
+  return serviceDir("s3");
+}
+
+interface Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** This clone's credentials, created on first use (MinIO wants a secret of 8+ characters). */
+function credentials(): Credentials {
+  const file = join(s3Dir(), "credentials.json");
+  if (!existsSync(file)) {
+    const fresh: Credentials = {
+      accessKeyId: `exactly${randomBytes(6).toString("hex")}`,
+      secretAccessKey: randomBytes(24).toString("hex"),
+    };
+    writeFileSync(file, JSON.stringify(fresh), { mode: 0o600 });
+  }
+  return JSON.parse(readFileSync(file, "utf8")) as Credentials;
+}
+
+function endpoint(): S3Endpoint {
+  return {
+    endpoint: `http://${HOST}:${PORT}`,
+    region: DEFAULT_S3_REGION,
+    ...credentials(),
+    forcePathStyle: true,
+  };
+}
+
+const serverFile = () => join(s3Dir(), "server");
+
+/** Which server the launcher last started ("minio" when none was). */
+export function startedS3Server(): S3Server {
+  try {
+    return readFileSync(serverFile(), "utf8").trim() === "moto" ? "moto" : "minio";
+  } catch {
+    return "minio";
+  }
+}
+
+const minio: DaemonSpec<"s3"> = {
+  service: "s3",
+  host: HOST,
+  ports: [PORT, CONSOLE_PORT],
+  endpoint,
+  looksLikeOurs: (cmdline) => cmdline.includes(minioBin) && cmdline.includes(join(s3Dir(), "minio-data")),
+  install: async (progress) => {
+    if (existsSync(minioBin)) return;
+    const log = logFile("s3");
+    const go = await ensureGo("1.24", log, progress);
+    progress(`building MinIO ${MINIO_VERSION} with go install (takes several minutes on 2 cores)`);
+    const gobin = join(cacheDir, `minio-${MINIO_VERSION}`);
+    mkdirSync(gobin, { recursive: true });
+    try {
+      await run(go, ["install", `${MINIO_MODULE}@${MINIO_VERSION}`], {
+        log,
+        // GOTOOLCHAIN=local: build with the Go we have rather than download another toolchain.
+        env: { ...process.env, GOBIN: gobin, GOTOOLCHAIN: "local", CGO_ENABLED: "0" },
+        progress,
+        heartbeat: "still building MinIO",
+      });
+      rmSync(minioBuildFailed, { force: true });
+    } catch (error) {
+      writeFileSync(minioBuildFailed, `${new Date().toISOString()}\n`);
+      throw error;
+    }
+  },
+  start: async () => {
+    const data = join(s3Dir(), "minio-data");
+    mkdirSync(data, { recursive: true });
+    const { accessKeyId, secretAccessKey } = credentials();
+    spawnDaemon(
+      minioBin,
+      [
+        "server",
+        "--address",
+        `${HOST}:${PORT}`,
+        "--console-address",
+        `${HOST}:${CONSOLE_PORT}`,
+        "--certs-dir",
+        join(s3Dir(), "minio-certs"),
+        // Keeps credentials and other sensitive values out of the log.
+        "--anonymous",
+        data,
+      ],
+      {
+        log: logFile("s3"),
+        pidFile: pidFile("s3"),
+        cwd: s3Dir(),
+        env: {
+          ...process.env,
+          MINIO_ROOT_USER: accessKeyId,
+          MINIO_ROOT_PASSWORD: secretAccessKey,
+          MINIO_BROWSER: "off",
+          MINIO_UPDATE: "off",
+        },
+      },
+    );
+    writeFileSync(serverFile(), "minio\n");
+  },
+  readyTimeoutMs: 60_000,
+  stopSignal: "SIGTERM",
+};
+
+const moto: DaemonSpec<"s3"> = {
+  service: "s3",
+  host: HOST,
+  ports: [PORT],
+  endpoint,
+  looksLikeOurs: (cmdline) => cmdline.includes(join(motoVenv, "bin")) && cmdline.includes(String(PORT)),
+  install: async (progress) => {
+    const marker = join(motoVenv, "installed");
+    if (existsSync(marker)) return;
+    const log = logFile("s3");
+    const python = await ensurePythonVenv(log, progress);
+    progress(`installing moto[server]==${MOTO_VERSION} into ${motoVenv}`);
+    await run(python, ["-m", "venv", "--clear", motoVenv], { log });
+    await run(join(motoVenv, "bin", "pip"), ["install", "--quiet", `moto[server]==${MOTO_VERSION}`], {
+      log,
+      progress,
+      heartbeat: "still installing moto",
+    });
+    writeFileSync(marker, `${new Date().toISOString()}\n`);
+  },
+  start: async () => {
+    spawnDaemon(join(motoVenv, "bin", "moto_server"), ["-H", HOST, "-p", String(PORT)], {
+      log: logFile("s3"),
+      pidFile: pidFile("s3"),
+      cwd: s3Dir(),
+    });
+    writeFileSync(serverFile(), "moto\n");
+  },
+  readyTimeoutMs: 60_000,
+  stopSignal: "SIGTERM",
+};
+
+function wanted(): S3Server | undefined {
+  const choice = process.env.EXACTLY_S3_SERVER?.trim();
+  if (choice === undefined || choice === "") return undefined;
+  if (choice === "minio" || choice === "moto") return choice;
+  throw new Error(`EXACTLY_S3_SERVER must be "minio" or "moto", not "${choice}"`);
+}
+
+function runningSpec(): DaemonSpec<"s3"> | undefined {
+  if (daemonPid(minio) !== undefined) return minio;
+  if (daemonPid(moto) !== undefined) return moto;
+  return undefined;
+}
+
+async function up(progress: Progress): Promise<UpResult<"s3">> {
+  const choice = wanted();
+  const running = runningSpec();
+  if (running && (choice === undefined || running === (choice === "moto" ? moto : minio))) {
+    return withServer(startedS3Server(), await upDaemon(running, progress));
+  }
+  if (running) {
+    progress(`stopping the running ${startedS3Server()} because EXACTLY_S3_SERVER=${choice}`);
+    await downDaemon(running, progress);
+  }
+  if (choice === "moto" || (choice === undefined && existsSync(minioBuildFailed))) {
+    return withServer("moto", await upDaemon(moto, progress));
+  }
+  try {
+    return withServer("minio", await upDaemon(minio, progress));
+  } catch (error) {
+    if (choice === "minio") throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    appendLog(logFile("s3"), `MinIO failed (${reason}); falling back to moto`);
+    progress(`MinIO failed (${reason}); falling back to moto`);
+    return withServer("moto", await upDaemon(moto, progress));
+  }
+}
+
+function withServer(server: S3Server, result: UpResult<"s3">): UpResult<"s3"> {
+  return { ...result, detail: `${server}: ${result.detail}` };
+}
+
+export const s3Launcher: Launcher<"s3"> = {
+  service: "s3",
+  endpoint,
+  runningPid: () => {
+    const running = runningSpec();
+    return running && daemonPid(running);
+  },
+  up,
+  implementation: startedS3Server,
+  down: async (progress) => {
+    const running = runningSpec();
+    return running ? downDaemon(running, progress) : false;
+  },
+};
