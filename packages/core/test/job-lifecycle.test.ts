@@ -1,0 +1,145 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  ArraySource,
+  ConfigurationError,
+  FileSource,
+  GeneratorSource,
+  JobFailedError,
+  RecordWriteError,
+  StreamJob,
+  silentLogger,
+} from "../src/index.ts";
+import { MemorySink, MemoryStore, type MemoryTxn, tempDir } from "./helpers.ts";
+
+/** Throws (in-process, not a crash) once, on the first write after `after` records. */
+class FailingOnceSink extends MemorySink<number> {
+  static written = 0;
+  static failed = false;
+  static after = 0;
+  protected override write(txn: MemoryTxn, record: number): void {
+    if (!FailingOnceSink.failed && ++FailingOnceSink.written > FailingOnceSink.after) {
+      FailingOnceSink.failed = true;
+      throw new Error("injected failure");
+    }
+    super.write(txn, record);
+  }
+}
+
+describe("job lifecycle", () => {
+  it("stops gracefully: a final checkpoint, its commit, then the end — nothing read is left uncommitted", async () => {
+    const store = new MemoryStore();
+    const job = new StreamJob({
+      name: "stop",
+      parallelism: 2,
+      checkpoint: { storage: await tempDir(), intervalMs: 50 },
+      logger: silentLogger,
+    });
+    job
+      .fromSource(new GeneratorSource({ ratePerSecond: 20_000, generate: (i) => i }))
+      .sinkTo(() => new MemorySink<number>(store), { name: "mem" });
+    const client = job.start();
+    await new Promise((r) => setTimeout(r, 400));
+    const result = await client.stop();
+    const read = client.execution?.recordsRead ?? 0;
+    expect(read).toBeGreaterThan(0);
+    expect(result.checkpointsCompleted).toBeGreaterThan(1);
+    expect(store.committed.length).toBe(read);
+    expect(new Set(store.committed).size).toBe(read);
+    expect(store.open.size + store.prepared.size).toBe(0);
+  });
+
+  it("restarts from the latest checkpoint after an in-process failure, with backoff, and stays exactly once", async () => {
+    const store = new MemoryStore();
+    FailingOnceSink.written = 0;
+    FailingOnceSink.failed = false;
+    FailingOnceSink.after = 3000;
+    const restarts: number[] = [];
+    const job = new StreamJob({
+      name: "restart",
+      checkpoint: { storage: await tempDir(), intervalMs: 20 },
+      restart: { initialDelayMs: 10 },
+      logger: silentLogger,
+      batchSize: 100,
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 8000, ratePerSecond: 40_000, generate: (i) => i }))
+      .sinkTo(() => new FailingOnceSink(store), { name: "mem" });
+    const result = await job.execute({ onRestart: ({ delayMs }) => restarts.push(delayMs) });
+    expect(result.restarts).toBe(1);
+    expect(restarts).toEqual([10]);
+    expect([...store.committed].sort((a, b) => (a as number) - (b as number))).toEqual(
+      Array.from({ length: 8000 }, (_, i) => i),
+    );
+  });
+
+  it("fails on a record that cannot be written, naming its source position, and commits nothing of that checkpoint", async () => {
+    const store = new MemoryStore();
+    class RejectingSink extends MemorySink<number> {
+      protected override write(txn: MemoryTxn, record: number): void {
+        if (record === 42) throw new Error("value 42 violates a constraint");
+        super.write(txn, record);
+      }
+    }
+    const job = new StreamJob({
+      name: "bad-record",
+      checkpoint: { storage: await tempDir(), intervalMs: 1000 },
+      restart: { maxRestarts: 2, initialDelayMs: 1 },
+      logger: silentLogger,
+    });
+    job
+      .fromSource(
+        new ArraySource(
+          Array.from({ length: 100 }, (_, i) => i),
+          { name: "numbers" },
+        ),
+      )
+      .sinkTo(() => new RejectingSink(store), { name: "mem" });
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobFailedError);
+    const cause = (error as JobFailedError).cause;
+    expect(cause).toBeInstanceOf(RecordWriteError);
+    expect((cause as RecordWriteError).message).toContain("numbers[0]@42");
+    expect(store.committed).toEqual([]);
+  });
+
+  it("refuses two sinks with one name, naming the setting", () => {
+    const job = new StreamJob({ name: "dup", checkpoint: { storage: "/nonexistent" } });
+    const stream = job.fromSource(new ArraySource([1]));
+    stream.sinkTo(() => new MemorySink(new MemoryStore()), { name: "out" });
+    const error = (() => {
+      try {
+        stream.sinkTo(() => new MemorySink(new MemoryStore()), { name: "out" });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("sink name");
+  });
+
+  it("reads newline-delimited files with byte offsets as positions, and resumes from them", async () => {
+    const dir = await tempDir();
+    await writeFile(join(dir, "a.txt"), "one\ntwo\nthree\n");
+    await writeFile(join(dir, "b.txt"), "four\nfive");
+    const source = new FileSource({ paths: [dir] });
+    const reader = source.createReader({ subtask: 0, parallelism: 1, restoredPositions: undefined });
+    await reader.open?.();
+    const first = await reader.poll(2);
+    expect(first?.values).toEqual(["one", "two"]);
+    expect(first?.positions.map((p) => p.offset)).toEqual([0, 4]);
+    const positions = reader.snapshotPositions();
+    await reader.close?.();
+
+    const resumed = source.createReader({
+      subtask: 0,
+      parallelism: 1,
+      restoredPositions: new Map(Object.entries(positions)),
+    });
+    await resumed.open?.();
+    const rest: string[] = [];
+    for (let batch = await resumed.poll(10); batch; batch = await resumed.poll(10)) rest.push(...batch.values);
+    expect(rest).toEqual(["three", "four", "five"]);
+  });
+});
