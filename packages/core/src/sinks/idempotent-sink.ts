@@ -1,3 +1,4 @@
+import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import type { Sink, SinkContext } from "./sink.ts";
@@ -56,6 +57,7 @@ export abstract class IdempotentSink<IN> implements Sink<IN> {
       this.buffer.push({ key: this.keyOf(record), version: this.versionOf(record, position), record, position });
     }
     if (this.buffer.length >= this.maxBuffered) await this.flush();
+    reachFault("mid-write");
   }
 
   private async flush(): Promise<void> {
@@ -67,6 +69,7 @@ export abstract class IdempotentSink<IN> implements Sink<IN> {
 
   async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
     await this.flush();
+    reachFault("after-pre-commit");
     return {};
   }
 

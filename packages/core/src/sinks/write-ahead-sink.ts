@@ -1,5 +1,6 @@
 import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
 import { CommitFailedError } from "../errors.ts";
+import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
@@ -102,7 +103,11 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
     await this.committer.open?.();
     const states = context.restoredStates as WriteAheadState[];
     const restored = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
-    for (const log of restored) await this.replay(log);
+    for (const log of restored) {
+      await this.replay(log);
+      reachFault("during-recovery-commit");
+    }
+    reachFault("during-lingering-abort");
     // Logs no restored state references were begun after the checkpoint: drop them.
     const referenced = new Set(
       (context.allRestoredStates as WriteAheadState[]).flatMap((s) => s.pending.map((p) => p.log)),
@@ -114,20 +119,24 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
     }
     this.currentLog = this.logName(context.subtask, (context.restoredCheckpointId ?? 0) + 1);
     this.currentRecords = 0;
+    reachFault("after-begin");
   }
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
     const lines = batch.values.map((v) => this.codec.encode(v));
     this.currentRecords += lines.length;
     await (this.logs as LogStore).append(this.currentLog, lines);
+    reachFault("mid-write");
   }
 
   async snapshotState(checkpointId: number): Promise<WriteAheadState> {
     if (this.currentRecords > 0) {
       await (this.logs as LogStore).sync(this.currentLog);
+      reachFault("after-pre-commit");
       this.pending.push({ checkpointId, subtask: this.context.subtask, log: this.currentLog });
       this.currentLog = this.logName(this.context.subtask, checkpointId + 1);
       this.currentRecords = 0;
+      reachFault("after-begin");
     }
     return { pending: [...this.pending], current: this.currentLog };
   }
@@ -136,6 +145,8 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
     this.commits = this.commits.then(async () => {
       while (this.pending.length > 0 && (this.pending[0] as PendingLog).checkpointId <= checkpointId) {
         await this.replay(this.pending[0] as PendingLog);
+        // Sent and marked, still pending in any state taken so far: a replay must find the marker.
+        reachFault("mid-commit");
         this.pending.shift();
       }
     });

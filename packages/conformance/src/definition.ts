@@ -1,0 +1,85 @@
+import type { DeliveryGuarantee, Sink } from "@exactly/core";
+
+/** One record of the suite's source: a unique id, and some payload to write. */
+export interface ConformanceRecord {
+  readonly id: number;
+  readonly payload: string;
+}
+
+/**
+ * Where one scenario runs. `id` is unique per scenario run (use it to name topics, tables,
+ * key prefixes); `dir` is a scratch directory that lives across the scenario's runs.
+ */
+export interface ScenarioScope {
+  readonly id: string;
+  readonly dir: string;
+}
+
+/** What the sink factory gets in the child process. */
+export interface SinkFactoryContext<O = unknown> {
+  readonly scope: ScenarioScope;
+  /** The definition's `sinkOptions`, as JSON. */
+  readonly options: O;
+}
+
+/** The sink module's export: builds one sink instance per subtask, in the child process. */
+export type ConformanceSinkFactory<O = unknown> = (context: SinkFactoryContext<O>) => Sink<ConformanceRecord>;
+
+/** How the sink keeps its promise; the suite picks its fault points and invariants from it. */
+export type SinkLifecycle = "two-phase-commit" | "write-ahead" | "idempotent";
+
+export const SCENARIOS = [
+  "clean-run",
+  "graceful-stop",
+  "crash-after-begin",
+  "crash-mid-write",
+  "crash-after-pre-commit",
+  "crash-after-checkpoint-durable",
+  "crash-mid-commit",
+  "crash-during-recovery-commit",
+  "crash-during-lingering-abort",
+  "double-crash",
+  "rescale-up",
+  "rescale-down",
+  "duplicate-notifications",
+  "late-notifications",
+  "declined-checkpoint",
+  "transaction-timeout",
+  "chaos",
+] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/**
+ * What a sink author gives the suite. `sinkModule` is loaded by a child process (so the
+ * suite can kill it); the reader and the probe run in the test process.
+ */
+export interface ConformanceDefinition<O = unknown> {
+  readonly name: string;
+  /** Absolute path or file URL of a module exporting the sink factory. */
+  readonly sinkModule: string | URL;
+  /** The export to use; default `createSink`. */
+  readonly sinkExport?: string;
+  /** JSON passed to the factory in the child (connection strings, directories …). */
+  readonly sinkOptions?: O;
+  readonly guarantee: DeliveryGuarantee;
+  readonly lifecycle: SinkLifecycle;
+  readonly capabilities?: {
+    /** Restored state may be spread over another parallelism (enables rescale scenarios). */
+    readonly rescale?: boolean;
+  };
+  /**
+   * The external system's transaction timeout, if it has one. The transaction-timeout
+   * scenario holds a pre-committed transaction longer than this.
+   */
+  readonly transactionTimeoutMs?: number;
+  /** Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a listing). */
+  readCommitted(scope: ScenarioScope): Promise<number[]>;
+  /** Lingering resources of the sink left in the scope (open transactions, temp files, uploads). */
+  probeLingering?(scope: ScenarioScope): Promise<string[]>;
+  /** Called once before a scenario's first run (create topics, tables …). */
+  setup?(scope: ScenarioScope): Promise<void>;
+  /** Called after a scenario (drop what setup created). */
+  teardown?(scope: ScenarioScope): Promise<void>;
+  /** Scenarios this sink does not run, each with the reason the report prints. */
+  readonly skip?: Partial<Record<ScenarioName, string>>;
+}

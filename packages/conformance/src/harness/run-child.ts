@@ -1,0 +1,105 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { FileSystemCheckpointStorage, siblingScript } from "@exactly/core";
+import type { ConformanceDefinition, ScenarioScope } from "../definition.ts";
+import {
+  CHECKPOINTS,
+  type ChildConfig,
+  type ChildOutcome,
+  LANES,
+  OUTCOME_PREFIX,
+  SOURCE_ID,
+} from "./child-protocol.ts";
+
+export interface ChildRun {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly outcome: ChildOutcome | undefined;
+  readonly stderr: string;
+}
+
+export interface RunOptions {
+  /** `<point>@<n>`: the child kills itself there (EXACTLY_FAULT). */
+  readonly fault?: string;
+  /** Send SIGTERM (graceful stop) this long after start. */
+  readonly stopAfterMs?: number;
+  /** Called while the child runs, every ~100 ms, and once after it ends. */
+  readonly poll?: () => Promise<void>;
+}
+
+const child = siblingScript(import.meta.url, "child-job");
+
+/** Runs the scenario job once in a child process and reports how it ended. */
+export async function runChild(config: ChildConfig, options: RunOptions = {}): Promise<ChildRun> {
+  const proc = spawn(process.execPath, [...child.execArgv, child.path], {
+    env: {
+      ...process.env,
+      CONFORMANCE_CONFIG: JSON.stringify(config),
+      EXACTLY_FAULT: options.fault ?? "",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout.on("data", (chunk) => {
+    stdout += chunk;
+  });
+  proc.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.on("exit", (code, signal) => resolve({ code, signal })),
+  );
+  const stopTimer =
+    options.stopAfterMs === undefined ? undefined : setTimeout(() => proc.kill("SIGTERM"), options.stopAfterMs);
+  let running = true;
+  const polling = (async () => {
+    while (running && options.poll) {
+      await options.poll();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const { code, signal } = await exited;
+  running = false;
+  clearTimeout(stopTimer);
+  await polling;
+  await options.poll?.();
+  const line = stdout.split("\n").find((l) => l.startsWith(OUTCOME_PREFIX));
+  const outcome = line ? (JSON.parse(line.slice(OUTCOME_PREFIX.length)) as ChildOutcome) : undefined;
+  return { code, signal, outcome, stderr: stderr.slice(-4000) };
+}
+
+/**
+ * Which ids the latest completed checkpoint covers, from the job's own checkpoint
+ * storage: id i is covered once its lane's position has passed it. Metadata is durable
+ * before any sink is told to commit, so reading the reader first and this second can
+ * never blame a sink for the runtime's own ordering.
+ */
+export async function coveredIds(scope: ScenarioScope): Promise<(id: number) => boolean> {
+  const storage = new FileSystemCheckpointStorage(join(scope.dir, CHECKPOINTS));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const latest = await storage.loadLatest();
+      const lanes = new Array<number>(LANES).fill(0);
+      if (latest) {
+        for (const [task, state] of latest.states) {
+          if (!task.startsWith(`${SOURCE_ID}/`)) continue;
+          for (const [lane, next] of Object.entries(state as Record<string, number>)) lanes[Number(lane)] = next;
+        }
+      }
+      return (id) => id < (lanes[id % LANES] as number);
+    } catch (error) {
+      // The child's retention may delete a checkpoint while we read it; read again.
+      if (attempt >= 5) throw error;
+    }
+  }
+}
+
+/** A poller that records ids visible before the checkpoint containing them completed. */
+export function visibilityWatch(definition: ConformanceDefinition, scope: ScenarioScope, seen: Set<number>) {
+  return async () => {
+    const visible = await definition.readCommitted(scope);
+    const covered = await coveredIds(scope);
+    for (const id of visible) if (!covered(id)) seen.add(id);
+  };
+}

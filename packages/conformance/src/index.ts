@@ -1,0 +1,23 @@
+export { type CheckResult, checkIds, violations } from "./checker.ts";
+export {
+  type ConformanceDefinition,
+  type ConformanceRecord,
+  type ConformanceSinkFactory,
+  SCENARIOS,
+  type ScenarioName,
+  type ScenarioScope,
+  type SinkFactoryContext,
+  type SinkLifecycle,
+} from "./definition.ts";
+export type { ScenarioResult } from "./run-scenario.ts";
+export { faultPointsOf, PROFILES, type Profile } from "./scenarios.ts";
+export {
+  conformanceSuite,
+  formatFailure,
+  runConformance,
+  runSelected,
+  type SelectedScenario,
+  type SuiteOptions,
+  selectScenarios,
+  type TestRunner,
+} from "./suite.ts";

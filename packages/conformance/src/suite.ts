@@ -1,0 +1,125 @@
+import type { ConformanceDefinition, ScenarioName } from "./definition.ts";
+import { runScenario, type ScenarioResult } from "./run-scenario.ts";
+import { PROFILES, type Profile, planScenarios, type ScenarioPlan } from "./scenarios.ts";
+
+export interface SuiteOptions {
+  /** "ci" (default; a few minutes a sink) or "full"; EXACTLY_CONFORMANCE=full selects full. */
+  readonly profile?: Profile;
+  /** Seed of the chaos scenario; EXACTLY_CONFORMANCE_SEED replays one. Default: random. */
+  readonly seed?: number;
+  /** Run only these scenarios. */
+  readonly only?: readonly ScenarioName[];
+}
+
+export interface SelectedScenario {
+  readonly plan: ScenarioPlan;
+  /** Set when the scenario does not run, with the reason the report prints. */
+  readonly skipReason?: string;
+}
+
+export function resolveOptions(options: SuiteOptions = {}): { profile: Profile; seed: number } {
+  const profile = options.profile ?? (process.env.EXACTLY_CONFORMANCE === "full" ? "full" : "ci");
+  const envSeed = process.env.EXACTLY_CONFORMANCE_SEED;
+  const seed = options.seed ?? (envSeed ? Number(envSeed) : Math.floor(Math.random() * 2 ** 31));
+  return { profile, seed };
+}
+
+/** The scenarios for a sink, each with its skip reason: the author's, or a capability it lacks. */
+export function selectScenarios(definition: ConformanceDefinition, options: SuiteOptions = {}): SelectedScenario[] {
+  const { profile, seed } = resolveOptions(options);
+  return planScenarios(definition, PROFILES[profile], seed)
+    .filter(({ plan }) => !options.only || options.only.includes(plan.name))
+    .map(({ plan, notApplicable }) => {
+      const skipReason = definition.skip?.[plan.name] ?? notApplicable;
+      return skipReason ? { plan, skipReason } : { plan };
+    });
+}
+
+/** Runs one selected scenario (or reports it skipped). */
+export async function runSelected(
+  definition: ConformanceDefinition,
+  selected: SelectedScenario,
+  options: SuiteOptions = {},
+): Promise<ScenarioResult> {
+  const { profile, seed } = resolveOptions(options);
+  if (selected.skipReason) {
+    return {
+      name: selected.plan.name,
+      description: selected.plan.description,
+      status: "skipped",
+      skipReason: selected.skipReason,
+      failures: [],
+      faults: [],
+      seed,
+      durationMs: 0,
+    };
+  }
+  return runScenario(definition, selected.plan, PROFILES[profile], seed);
+}
+
+/** Explains a failed scenario: what broke, at which fault points, and how to replay it. */
+export function formatFailure(definition: ConformanceDefinition, result: ScenarioResult): string {
+  return [
+    `${definition.name} failed scenario ${result.name} (${result.description})`,
+    ...result.failures.map((f) => `  - ${f}`),
+    `  faults: ${result.faults.join(" → ") || "none"}`,
+    `  replay: EXACTLY_CONFORMANCE_SEED=${result.seed}${result.scope ? `; scratch dir kept at ${result.scope.dir}` : ""}`,
+  ].join("\n");
+}
+
+/** The test runner the suite registers into; vitest's `describe` and `it` fit. */
+export interface TestRunner {
+  describe(name: string, body: () => void): void;
+  it: ((name: string, body: () => Promise<void>, timeoutMs?: number) => void) & {
+    skip(name: string, body: () => void): void;
+  };
+}
+
+/**
+ * Registers one test a scenario. A connector's conformance test is a few lines:
+ *
+ * ```ts
+ * import { describe, it } from "vitest";
+ * import { conformanceSuite } from "@exactly/conformance";
+ * conformanceSuite({ describe, it }, definition);
+ * ```
+ */
+export function conformanceSuite(
+  runner: TestRunner,
+  definition: ConformanceDefinition,
+  options: SuiteOptions = {},
+): void {
+  const resolved = { ...options, ...resolveOptions(options) };
+  runner.describe(`conformance: ${definition.name}`, () => {
+    for (const selected of selectScenarios(definition, resolved)) {
+      if (selected.skipReason) {
+        runner.it.skip(`${selected.plan.name} (skipped: ${selected.skipReason})`, () => {});
+        continue;
+      }
+      runner.it(
+        selected.plan.name,
+        async () => {
+          const result = await runSelected(definition, selected, resolved);
+          if (result.status === "failed") throw new Error(formatFailure(definition, result));
+        },
+        600_000,
+      );
+    }
+  });
+}
+
+/** Runs every scenario in turn (the CLI's path); `onResult` sees each as it ends. */
+export async function runConformance(
+  definition: ConformanceDefinition,
+  options: SuiteOptions = {},
+  onResult?: (result: ScenarioResult) => void,
+): Promise<ScenarioResult[]> {
+  const resolved = { ...options, ...resolveOptions(options) };
+  const results: ScenarioResult[] = [];
+  for (const selected of selectScenarios(definition, resolved)) {
+    const result = await runSelected(definition, selected, resolved);
+    results.push(result);
+    onResult?.(result);
+  }
+  return results;
+}
