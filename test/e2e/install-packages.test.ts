@@ -13,13 +13,20 @@ const bin = (name: string) => join(root, "node_modules", ".bin", name);
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
   it("core, file and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
-    await exec(bin("tsc"), ["-b"], { cwd: root });
+    await exec(bin("tsc"), ["-b", "packages/core", "connectors/file", "packages/conformance", "packages/cli"], {
+      cwd: root,
+    });
     const packs = await mkdtemp(join(tmpdir(), "exactly-packs-"));
-    for (const pkg of ["packages/core", "connectors/file", "packages/cli"]) {
+    for (const pkg of ["packages/core", "connectors/file", "packages/conformance", "packages/cli"]) {
       await exec("pnpm", ["pack", "--pack-destination", packs], { cwd: join(root, pkg) });
     }
     const tarballs = (await readdir(packs)).filter((n) => n.endsWith(".tgz")).sort();
-    expect(tarballs).toEqual(["exactly-cli-0.1.0.tgz", "exactly-core-0.1.0.tgz", "exactly-file-0.1.0.tgz"]);
+    expect(tarballs).toEqual([
+      "exactly-cli-0.1.0.tgz",
+      "exactly-conformance-0.1.0.tgz",
+      "exactly-core-0.1.0.tgz",
+      "exactly-file-0.1.0.tgz",
+    ]);
 
     const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
     await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
@@ -88,7 +95,17 @@ console.log(JSON.stringify(result));
     expect(ids.size).toBe(5000);
 
     // The CLI on top: `exactly demo` from the installed tarball.
-    await exec("npm", ["install", "--no-audit", "--no-fund", join(packs, "exactly-cli-0.1.0.tgz")], { cwd: app });
+    await exec(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        join(packs, "exactly-conformance-0.1.0.tgz"),
+        join(packs, "exactly-cli-0.1.0.tgz"),
+      ],
+      { cwd: app },
+    );
     const demo = await exec(
       join(app, "node_modules/.bin/exactly"),
       ["demo", "--records", "20000", "--kills", "1", "--seed", "3", "--json"],
@@ -98,5 +115,71 @@ console.log(JSON.stringify(result));
     );
     const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
     expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
+
+    // A user's own sink, in plain JavaScript, through `exactly conformance`.
+    await writeFile(join(app, "my-sink.mjs"), USER_SINK_MODULE);
+    const conformance = await exec(
+      join(app, "node_modules/.bin/exactly"),
+      ["conformance", "my-sink.mjs", "--only", "clean-run,crash-after-checkpoint-durable,crash-mid-write,rescale-down"],
+      { cwd: app },
+    );
+    expect(conformance.stdout).toMatch(/crash-after-checkpoint-durable\s+passed/);
+    expect(conformance.stdout).toContain("4 passed, 0 failed, 0 skipped");
   });
 });
+
+/** What a user outside this repository writes: a two-phase-commit sink over a directory, and its definition. */
+const USER_SINK_MODULE = `
+import { link, mkdir, readdir, readFile, unlink, appendFile } from "node:fs/promises";
+import { join } from "node:path";
+import { DeliveryGuarantee, TwoPhaseCommitSink } from "@exactly/core";
+
+const out = (dir) => join(dir, "out");
+const ignore = (e) => { if (e.code !== "ENOENT" && e.code !== "EEXIST") throw e; };
+
+class DirectorySink extends TwoPhaseCommitSink {
+  constructor(dir) { super(); this.dir = dir; }
+  async beginTransaction(ctx) {
+    await mkdir(this.dir, { recursive: true });
+    return { name: ctx.sinkId + "-" + ctx.subtask + "-" + ctx.checkpointId };
+  }
+  write() {}
+  async writeRecords(txn, records) {
+    await appendFile(join(this.dir, "." + txn.name), records.map((r) => r.id + "\\n").join(""));
+  }
+  async preCommit() {}
+  async commit(txn) {
+    await link(join(this.dir, "." + txn.name), join(this.dir, txn.name)).catch(ignore);
+    await unlink(join(this.dir, "." + txn.name)).catch(ignore);
+  }
+  async abort(txn) { await unlink(join(this.dir, "." + txn.name)).catch(ignore); }
+  async abortLingering(ctx) {
+    const keep = new Set(ctx.referenced.map((t) => "." + t.name));
+    for (const name of await readdir(this.dir).catch(() => [])) {
+      const m = /^\\.(.+)-(\\d+)-(\\d+)$/.exec(name);
+      if (m && m[1] === ctx.sinkId && ctx.ownsSubtaskIndex(Number(m[2])) && !keep.has(name)) await unlink(join(this.dir, name)).catch(ignore);
+    }
+  }
+}
+
+export const createSink = ({ scope }) => new DirectorySink(out(scope.dir));
+
+export const definition = {
+  name: "user directory sink",
+  sinkModule: new URL(import.meta.url),
+  guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+  lifecycle: "two-phase-commit",
+  capabilities: { rescale: true },
+  async readCommitted(scope) {
+    const ids = [];
+    for (const name of await readdir(out(scope.dir)).catch(() => [])) {
+      if (name.startsWith(".")) continue;
+      for (const line of (await readFile(join(out(scope.dir), name), "utf8")).split("\\n")) if (line) ids.push(Number(line));
+    }
+    return ids;
+  },
+  async probeLingering(scope) {
+    return (await readdir(out(scope.dir)).catch(() => [])).filter((n) => n.startsWith("."));
+  },
+};
+`;

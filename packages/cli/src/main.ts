@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
+import { runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
 
 function integer(value: string): number {
@@ -26,6 +27,17 @@ export function buildProgram(): Command {
       console.log(formatSummary(summary));
       if (opts.json) console.log(JSON.stringify(summary));
       if (!summary.ok) process.exitCode = 1;
+    });
+  program
+    .command("conformance")
+    .description("run the conformance suite against a module exporting a sink's conformance definition")
+    .argument("<module>", "path of the module (exports `definition`, or the name given by --export)")
+    .option("--full", "the long profile (more records, more chaos) instead of the CI profile", false)
+    .option("--seed <s>", "seed of the chaos scenario (replays a failure)", integer)
+    .option("--only <scenarios>", "comma-separated scenario names")
+    .option("--export <name>", "the export holding the definition", "definition")
+    .action(async (module: string, opts) => {
+      if (!(await runConformanceCommand(module, opts))) process.exitCode = 1;
     });
   return program;
 }

@@ -1,0 +1,38 @@
+/**
+ * The local file sink's conformance definition. The suite's child process loads this
+ * module for `createSink`; the test process uses `definition`.
+ */
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { ConformanceDefinition, ConformanceRecord, SinkFactoryContext } from "@exactly/conformance";
+import { DeliveryGuarantee } from "@exactly/core";
+import { localFileSink } from "../../src/index.ts";
+import { idCounts, listOutput } from "../helpers.ts";
+
+const outDir = (dir: string) => join(dir, "out");
+
+export function createSink(context: SinkFactoryContext) {
+  return localFileSink<ConformanceRecord>({
+    directory: outDir(context.scope.dir),
+    // Two buckets, so a transaction spans several part files.
+    bucketAssigner: (r) => `bucket-${r.id % 2}`,
+  });
+}
+
+export const definition: ConformanceDefinition = {
+  name: "local file sink",
+  sinkModule: new URL(import.meta.url),
+  guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+  lifecycle: "two-phase-commit",
+  capabilities: { rescale: true },
+  async readCommitted(scope) {
+    const dir = outDir(scope.dir);
+    if (!(await readdir(scope.dir)).includes("out")) return [];
+    const counts = await idCounts((await listOutput(dir)).visible);
+    return [...counts].flatMap(([id, n]) => Array<number>(n).fill(id));
+  },
+  async probeLingering(scope) {
+    if (!(await readdir(scope.dir)).includes("out")) return [];
+    return (await listOutput(outDir(scope.dir))).hidden;
+  },
+};
