@@ -18,6 +18,11 @@ import { OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
 
 type Element = StreamElement<unknown>;
 
+export interface ExecutionListener extends CheckpointListener {
+  /** Every sink has recovered (restored work committed, lingering work aborted); records flow. */
+  onRunning?(): void;
+}
+
 export interface ExecutionOptions {
   readonly jobName: string;
   readonly checkpoint: CheckpointConfig;
@@ -25,7 +30,7 @@ export interface ExecutionOptions {
   readonly channelCapacity: number;
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
-  readonly listener: CheckpointListener;
+  readonly listener: ExecutionListener;
 }
 
 export function taskKey(stage: StageNode, subtask: number): string {
@@ -113,6 +118,7 @@ export class JobExecution {
     try {
       await this.build();
       await Promise.race([this.openAll(), failed]);
+      this.options.listener.onRunning?.();
       if (this.stopRequested) for (const source of this.sources) source.requestStop();
       (this.coordinator as CheckpointCoordinator).start();
       const tasks = [

@@ -1,9 +1,8 @@
-import type { CheckpointListener } from "../checkpoint/checkpoint-coordinator.ts";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { CancelledError, ConfigurationError, JobFailedError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { sleep } from "../sinks/retry.ts";
-import { type ExecutionOptions, JobExecution } from "./execution.ts";
+import { type ExecutionListener, type ExecutionOptions, JobExecution } from "./execution.ts";
 import type { JobGraph } from "./job-graph.ts";
 
 /** Exponential backoff between restarts after a failure. */
@@ -18,7 +17,7 @@ export interface RestartStrategy {
   readonly resetAfterMs?: number;
 }
 
-export interface JobEvents extends CheckpointListener {
+export interface JobEvents extends ExecutionListener {
   onStart?(info: { attempt: number; restoredCheckpointId: number | undefined }): void;
   onRestart?(info: { attempt: number; error: unknown; delayMs: number }): void;
 }

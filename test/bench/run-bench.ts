@@ -1,0 +1,91 @@
+/**
+ * `pnpm bench`: every case of every connector in one run, on the same records, each in
+ * its own child process (so CPU and peak RSS are its own), printed side by side with
+ * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
+ *
+ *   pnpm bench [--records N] [--only file]
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { type CaseResult, RESULT_PREFIX } from "./bench-protocol.ts";
+
+const { values } = parseArgs({
+  options: { records: { type: "string", default: "1000000" }, only: { type: "string" } },
+});
+const records = Number(values.records);
+
+interface Suite {
+  readonly connector: string;
+  readonly script: string;
+  readonly cases: readonly string[];
+}
+
+const suites: Suite[] = [
+  {
+    connector: "file (local disk)",
+    script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
+    cases: ["exactly-once", "at-least-once", "raw", "naive"],
+  },
+];
+
+function runCase(script: string, name: string, dir: string, env: Record<string, string> = {}): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script, name, String(records), dir],
+      { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } },
+    );
+    let out = "";
+    child.stdout.on("data", (c) => {
+      out += c;
+    });
+    child.on("exit", (code, signal) => {
+      const line = out.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
+      if (code !== 0 || !line) reject(new Error(`case ${name} ended with code ${code} signal ${signal}`));
+      else resolve(JSON.parse(line.slice(RESULT_PREFIX.length)) as CaseResult);
+    });
+  });
+}
+
+const median = (xs: readonly number[]) => {
+  if (xs.length === 0) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+};
+
+for (const suite of suites) {
+  if (values.only && !suite.connector.startsWith(values.only)) continue;
+  const results = new Map<string, CaseResult>();
+  for (const name of suite.cases) {
+    const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
+    process.stderr.write(`${suite.connector}: ${name} …\n`);
+    results.set(name, await runCase(suite.script, name, dir));
+    await rm(dir, { recursive: true, force: true });
+  }
+  const reference = results.get("exactly-once");
+  const rows = [...results].map(([name, r]) => {
+    const rate = r.records / r.seconds;
+    const ratio = reference ? rate / (reference.records / reference.seconds) : Number.NaN;
+    return [
+      name,
+      Math.round(rate).toLocaleString("en-US"),
+      ratio.toFixed(2),
+      r.cpuSeconds.toFixed(1),
+      String(r.peakRssMb),
+      r.checkpointMs.length ? `${median(r.checkpointMs)} (${r.checkpointMs.length})` : "-",
+      r.startupMs === undefined ? "-" : String(Math.round(r.startupMs)),
+    ];
+  });
+  const header = ["case", "records/s", "× exactly-once", "CPU s", "peak RSS MB", "checkpoint ms p50 (n)", "startup ms"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
+  console.log(`\n${suite.connector}, ${records.toLocaleString("en-US")} records`);
+  for (const row of [header, widths.map((w) => "-".repeat(w)), ...rows]) {
+    console.log(
+      row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  "),
+    );
+  }
+}
