@@ -1,0 +1,10 @@
+import { describe, it } from "vitest";
+import { conformanceSuite } from "../src/index.ts";
+import { definition as idempotent } from "./fixtures/toy-idempotent-sink.ts";
+import { toyDefinition } from "./fixtures/toy-sink.ts";
+import { definition as writeAhead } from "./fixtures/toy-write-ahead-sink.ts";
+
+// Correct sinks on each base class pass the whole suite: the bases' lifecycles hold.
+conformanceSuite({ describe, it }, toyDefinition());
+conformanceSuite({ describe, it }, writeAhead);
+conformanceSuite({ describe, it }, idempotent);
