@@ -1,30 +1,12 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runFixture } from "../support/run-fixture.ts";
 import { event, RECORDS } from "./fixtures/keyed-window-job.ts";
 
 const script = fileURLToPath(new URL("./fixtures/keyed-window-job.ts", import.meta.url));
-
-function run(env: Record<string, string>): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script],
-      {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
-    let stderr = "";
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("exit", (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
 
 async function lines<T>(dir: string): Promise<T[]> {
   const out: T[] = [];
@@ -44,10 +26,10 @@ describe("keyed state and windows across crashes and rescaling", () => {
       { JOB_PARALLELISM: "3", EXACTLY_FAULT: "after-checkpoint-durable@4" },
     ];
     for (const env of runs) {
-      const result = await run({ JOB_OUT: out, ...env });
+      const result = await runFixture(script, { JOB_OUT: out, ...env });
       expect(result.signal, result.stderr).toBe("SIGKILL");
     }
-    const last = await run({ JOB_OUT: out, JOB_PARALLELISM: "1" });
+    const last = await runFixture(script, { JOB_OUT: out, JOB_PARALLELISM: "1" });
     expect(last.code, last.stderr).toBe(0);
 
     // Batch computation over the same input.

@@ -1,29 +1,7 @@
-import { spawn } from "node:child_process";
+export { runFixture } from "../../../test/support/run-fixture.ts";
+
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-
-/** Runs a TypeScript fixture in a child Node process (from sources) and reports how it ended. */
-export function runFixture(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script],
-      {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
 
 /** All files under `dir`, split into visible (committed output) and hidden ones, skipping `.checkpoints`. */
 export async function listOutput(dir: string): Promise<{ visible: string[]; hidden: string[] }> {

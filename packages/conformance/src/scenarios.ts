@@ -1,4 +1,4 @@
-import { DeliveryGuarantee, type FaultPoint } from "@exactly/core";
+import { DeliveryGuarantee, FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core";
 import type { ConformanceDefinition, ScenarioName } from "./definition.ts";
 import type { ChildConfig } from "./harness/child-protocol.ts";
 
@@ -39,32 +39,10 @@ export const PROFILES: Record<Profile, ProfileSettings> = {
   full: { records: 12_000, ratePerSecond: 4000, chaosKills: 10 },
 };
 
-const ALL_POINTS: readonly FaultPoint[] = [
-  "after-begin",
-  "mid-write",
-  "after-pre-commit",
-  "after-checkpoint-durable",
-  "mid-commit",
-  "during-recovery-commit",
-  "during-lingering-abort",
-];
-
 /** The fault points a sink of this lifecycle passes through. */
 export function faultPointsOf(definition: ConformanceDefinition): readonly FaultPoint[] {
   if (definition.lifecycle === "idempotent") return ["mid-write", "after-pre-commit", "after-checkpoint-durable"];
-  return ALL_POINTS;
-}
-
-/** A small seeded PRNG (mulberry32), so a chaos run is reproduced by its seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return FAULT_POINTS;
 }
 
 /**

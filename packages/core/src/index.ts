@@ -64,3 +64,4 @@ export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generato
 export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
 export { siblingScript } from "./util/child-script.ts";
 export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";
+export { seededRandom } from "./util/seeded-random.ts";

@@ -45,12 +45,12 @@ async function raw(): Promise<void> {
   for (let id = 0; id < records; id++) {
     chunk.push(`${encode(benchRecord(id))}\n`);
     if (chunk.length === 1024) {
-      if (!stream.write(chunk.join(""))) await new Promise((r) => stream.once("drain", r));
+      if (!stream.write(chunk.join(""))) await new Promise<void>((r) => stream.once("drain", () => r()));
       chunk = [];
     }
   }
   stream.end(chunk.join(""));
-  await new Promise((r) => stream.once("finish", r));
+  await new Promise<void>((r) => stream.once("finish", () => r()));
   const handle = await open(path, "r+");
   await handle.sync();
   await handle.close();

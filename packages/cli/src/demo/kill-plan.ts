@@ -1,14 +1,4 @@
-/** A small seeded PRNG (mulberry32): the same seed gives the same kill plan. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from "@exactly/core";
 
 /**
  * Where the kills land: K points of read progress, spread at random over 5 %–95 % of the
