@@ -1,1 +1,22 @@
-export {};
+export {
+  type CheckpointTiming,
+  type KafkaClient,
+  type KafkaConnectionOptions,
+  minimumTransactionTimeout,
+} from "./kafka-config.ts";
+export {
+  KafkaSink,
+  type KafkaSinkMessage,
+  type KafkaSinkOptions,
+  type KafkaSinkTransaction,
+  kafkaSink,
+} from "./kafka-sink.ts";
+export {
+  type KafkaRecord,
+  KafkaSource,
+  type KafkaSourceOptions,
+  type KafkaStartPosition,
+  valueAsString,
+} from "./kafka-source.ts";
+export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs-internals.ts";
+export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

@@ -1,0 +1,651 @@
+import {
+  ConfigurationError,
+  DeliveryGuarantee,
+  isTransientByDefault,
+  type LingeringContext,
+  type RecordPosition,
+  RecordWriteError,
+  type RetryOptions,
+  reachFault,
+  type SinkCapabilities,
+  type SinkContext,
+  type TransactionContext,
+  TransactionLostError,
+  TransientError,
+  TwoPhaseCommitSink,
+  type TwoPhaseCommitState,
+  withRetry,
+} from "@exactly/core";
+import type { IHeaders, Kafka, Message, Producer } from "kafkajs";
+import {
+  type CheckpointTiming,
+  checkTransactionTimeoutAgainstBroker,
+  type KafkaConnectionOptions,
+  resolveClient,
+  validateTransactionTimeout,
+} from "./kafka-config.ts";
+import {
+  beginTransaction,
+  createCluster,
+  endTransaction,
+  fenceTransactionalId,
+  type InternalCluster,
+  listTransactions,
+  type TopicMessages,
+  type TransactionalProducer,
+} from "./kafkajs-internals.ts";
+import { type KafkaTransactionState, parseTransactionalId, SlotPool, transactionalIdOf } from "./transaction-ids.ts";
+
+/** One Kafka record as the serializer makes it. */
+export interface KafkaSinkMessage {
+  /** Overrides the sink's `topic` for this record. */
+  readonly topic?: string;
+  readonly key?: Buffer | string | null;
+  readonly value: Buffer | string | null;
+  readonly headers?: IHeaders;
+  /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
+  readonly partition?: number;
+  /** Record timestamp in ms; default: the time of sending. */
+  readonly timestamp?: number;
+}
+
+export interface KafkaSinkOptions<T> extends KafkaConnectionOptions {
+  /** Topic of every record whose serialized message names none. */
+  readonly topic?: string;
+  /** Record → Kafka message. Default: strings and Buffers as they are, anything else as JSON. */
+  readonly serializer?: (record: T) => KafkaSinkMessage;
+  /** Default EXACTLY_ONCE. */
+  readonly guarantee?: DeliveryGuarantee;
+  /**
+   * Transactional ids are `<prefix>-<subtask>-<slot>` (EXACTLY_ONCE, required). Must be unique
+   * among every producer of the cluster: lingering-transaction cleanup aborts open
+   * transactions of this prefix.
+   */
+  readonly transactionalIdPrefix?: string;
+  /**
+   * Kafka's transaction.timeout.ms for this sink's transactions (EXACTLY_ONCE, required).
+   * At most the broker's transaction.max.timeout.ms, and above the time recovery can take.
+   */
+  readonly transactionTimeoutMs?: number;
+  /** The job's checkpoint timing: the transaction timeout must exceed interval + timeout + restart delay. */
+  readonly checkpointTiming?: CheckpointTiming;
+  /** A lower bound of the transaction timeout given directly. */
+  readonly minTransactionTimeoutMs?: number;
+  /** Records buffered before a send. Default 5000. */
+  readonly maxBatchRecords?: number;
+  /** Approximate bytes (keys + values) buffered before a send; keep it below the broker's message.max.bytes. Default 512 KiB. */
+  readonly maxBatchBytes?: number;
+  /** Sends awaiting the broker before a write waits (bounds memory). Default 2. */
+  readonly maxInFlightSends?: number;
+  /** Retries of commit and recovery on transient errors. */
+  readonly commitRetry?: RetryOptions;
+}
+
+/** One transaction of the sink, as checkpointed: a Kafka transaction, or a flush window (AT_LEAST_ONCE, NONE). */
+export type KafkaSinkTransaction =
+  | ({ readonly kind: "kafka" } & KafkaTransactionState & { checkpointId: number })
+  | { readonly kind: "window"; readonly checkpointId: number };
+
+/** Errors the transaction coordinator answers when the stored epoch no longer holds the transaction. */
+const FENCED = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]);
+const RETRIABLE_COORDINATOR = new Set([
+  "CONCURRENT_TRANSACTIONS",
+  "COORDINATOR_LOAD_IN_PROGRESS",
+  "COORDINATOR_NOT_AVAILABLE",
+  "NOT_COORDINATOR",
+  "REQUEST_TIMED_OUT",
+]);
+const RETRIABLE_ERROR_NAMES = new Set([
+  "KafkaJSConnectionError",
+  "KafkaJSConnectionClosedError",
+  "KafkaJSRequestTimeoutError",
+  "KafkaJSBrokerNotFound",
+  "KafkaJSGroupCoordinatorNotFound",
+  "KafkaJSLockTimeout",
+]);
+
+function errorType(error: unknown): string | undefined {
+  const type = (error as { type?: unknown } | undefined)?.type;
+  return typeof type === "string" ? type : undefined;
+}
+
+function isRetriableKafkaError(error: unknown): boolean {
+  if (error instanceof TransientError || isTransientByDefault(error)) return true;
+  const type = errorType(error);
+  if (type !== undefined && RETRIABLE_COORDINATOR.has(type)) return true;
+  const name = (error as { name?: unknown } | undefined)?.name;
+  return typeof name === "string" && RETRIABLE_ERROR_NAMES.has(name);
+}
+
+// ---- process-wide registry of transactional id prefixes ------------------------------------
+
+interface PrefixOwner {
+  readonly sinkId: string;
+  readonly subtasks: Set<number>;
+}
+
+/** On globalThis, so two copies of this module (sources and build) still share it. */
+const REGISTRY_KEY = Symbol.for("@exactly/kafka:transactionalIdPrefixes");
+function prefixRegistry(): Map<string, PrefixOwner> {
+  const holder = globalThis as unknown as Record<symbol, Map<string, PrefixOwner> | undefined>;
+  let registry = holder[REGISTRY_KEY];
+  if (!registry) {
+    registry = new Map();
+    holder[REGISTRY_KEY] = registry;
+  }
+  return registry;
+}
+
+/** Two sinks on one prefix would abort each other's transactions as lingering (I7). */
+function claimPrefix(prefix: string, sinkId: string, subtask: number): void {
+  const registry = prefixRegistry();
+  const owner = registry.get(prefix);
+  if (owner && (owner.sinkId !== sinkId || owner.subtasks.has(subtask))) {
+    throw new ConfigurationError(
+      "transactionalIdPrefix",
+      `"${prefix}" is already used by sink ${owner.sinkId} in this process; every Kafka sink needs its own prefix`,
+    );
+  }
+  if (owner) owner.subtasks.add(subtask);
+  else registry.set(prefix, { sinkId, subtasks: new Set([subtask]) });
+}
+
+function releasePrefix(prefix: string, subtask: number): void {
+  const registry = prefixRegistry();
+  const owner = registry.get(prefix);
+  if (!owner) return;
+  owner.subtasks.delete(subtask);
+  if (owner.subtasks.size === 0) registry.delete(prefix);
+}
+
+// ---- batching sends -------------------------------------------------------------------------
+
+/**
+ * Accumulates messages and sends them in batches, a bounded number in flight: one promise a
+ * batch, not one a record. The first failure is kept and thrown by the next add or flush.
+ */
+class Outbox {
+  private topics = new Map<string, Message[]>();
+  private records = 0;
+  private bytes = 0;
+  private readonly inFlight: Promise<void>[] = [];
+  private failure: { error: unknown } | undefined;
+  private readonly send: (batch: TopicMessages[]) => Promise<unknown>;
+  private readonly limits: { records: number; bytes: number; inFlight: number };
+
+  constructor(
+    send: (batch: TopicMessages[]) => Promise<unknown>,
+    limits: { records: number; bytes: number; inFlight: number },
+  ) {
+    this.send = send;
+    this.limits = limits;
+  }
+
+  add(topic: string, message: Message, size: number): void {
+    let list = this.topics.get(topic);
+    if (!list) {
+      list = [];
+      this.topics.set(topic, list);
+    }
+    list.push(message);
+    this.records++;
+    this.bytes += size;
+  }
+
+  get full(): boolean {
+    return this.records >= this.limits.records || this.bytes >= this.limits.bytes;
+  }
+
+  /** Sends what is buffered; waits while too many sends are in flight. */
+  async dispatch(): Promise<void> {
+    this.throwIfFailed();
+    if (this.records > 0) {
+      const batch = [...this.topics].map(([topic, messages]) => ({ topic, messages }));
+      this.topics = new Map();
+      this.records = 0;
+      this.bytes = 0;
+      const sending: Promise<void> = this.send(batch).then(
+        () => {
+          this.inFlight.splice(this.inFlight.indexOf(sending), 1);
+        },
+        (error: unknown) => {
+          this.inFlight.splice(this.inFlight.indexOf(sending), 1);
+          this.failure ??= { error };
+        },
+      );
+      this.inFlight.push(sending);
+    }
+    while (this.inFlight.length >= this.limits.inFlight) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+  }
+
+  /** Sends everything and waits until the broker acknowledged all of it. */
+  async flush(): Promise<void> {
+    await this.dispatch();
+    while (this.inFlight.length > 0) await Promise.race(this.inFlight);
+    this.throwIfFailed();
+  }
+
+  /** Drops what is buffered and waits for sends in flight, ignoring their outcome. */
+  async discard(): Promise<void> {
+    this.topics = new Map();
+    this.records = 0;
+    this.bytes = 0;
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
+  }
+}
+
+function defaultSerializer(record: unknown): KafkaSinkMessage {
+  if (typeof record === "string" || Buffer.isBuffer(record)) return { value: record };
+  return { value: JSON.stringify(record) };
+}
+
+function sizeOf(value: Buffer | string | null | undefined): number {
+  if (value === null || value === undefined) return 0;
+  return typeof value === "string" ? value.length : value.byteLength;
+}
+
+interface LiveTransaction {
+  readonly producer: TransactionalProducer | undefined;
+  readonly outbox: Outbox;
+}
+
+/**
+ * A Kafka sink on {@link TwoPhaseCommitSink}.
+ *
+ * - EXACTLY_ONCE: one Kafka transaction per checkpoint per subtask; pre-commit flushes every
+ *   send, commit is EndTxn(commit) by `{transactionalId, producerId, epoch}`, so a new process
+ *   commits what a crashed one pre-committed. Recovery then aborts every open transaction of
+ *   this prefix that no restored state references. Ids: see transaction-ids.ts.
+ * - AT_LEAST_ONCE: an idempotent producer whose sends are all acknowledged at the barrier.
+ * - NONE: sends are not awaited at the barrier.
+ */
+export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
+  override readonly guarantee: DeliveryGuarantee;
+  override readonly capabilities: SinkCapabilities;
+  private readonly sinkOptions: KafkaSinkOptions<T>;
+  private readonly serialize: (record: T) => KafkaSinkMessage;
+  private readonly prefix: string | undefined;
+  private readonly timeoutMs: number | undefined;
+  private readonly limits: { records: number; bytes: number; inFlight: number };
+  private kafka: Kafka | undefined;
+  private cluster: InternalCluster | undefined;
+  private producer: Producer | undefined;
+  private pool: SlotPool | undefined;
+  private readonly live = new Map<string, LiveTransaction>();
+  private window: Outbox | undefined;
+  private snapshotting = 0;
+  /** The subtask this sink holds its prefix for, once claimed (released by close). */
+  private claimed: number | undefined;
+
+  constructor(options: KafkaSinkOptions<T>) {
+    const guarantee = options.guarantee ?? DeliveryGuarantee.EXACTLY_ONCE;
+    const exactlyOnce = guarantee === DeliveryGuarantee.EXACTLY_ONCE;
+    const timeoutMs = exactlyOnce ? validateTransactionTimeout(options) : undefined;
+    super({
+      ...(timeoutMs !== undefined ? { transactionTimeoutMs: timeoutMs } : {}),
+      ...(options.commitRetry ? { commitRetry: options.commitRetry } : {}),
+    });
+    if (!Object.values(DeliveryGuarantee).includes(guarantee)) {
+      throw new ConfigurationError("guarantee", `must be one of ${Object.values(DeliveryGuarantee).join(", ")}`);
+    }
+    this.guarantee = guarantee;
+    this.capabilities = exactlyOnce
+      ? { rescale: true, abortsLingering: true }
+      : { rescale: true, abortsLingering: false };
+    if (exactlyOnce) {
+      const prefix = options.transactionalIdPrefix;
+      if (!prefix) throw new ConfigurationError("transactionalIdPrefix", "is required for EXACTLY_ONCE");
+      if (!/^[A-Za-z0-9._-]+$/.test(prefix)) {
+        throw new ConfigurationError("transactionalIdPrefix", "may hold only letters, digits, '.', '_' and '-'");
+      }
+      this.prefix = prefix;
+    }
+    if (!options.client && (!options.brokers || options.brokers.length === 0)) {
+      throw new ConfigurationError("brokers", "give the bootstrap servers, or a kafkajs client as `client`");
+    }
+    this.timeoutMs = timeoutMs;
+    this.sinkOptions = options;
+    this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
+    this.limits = {
+      records: positive("maxBatchRecords", options.maxBatchRecords ?? 5000),
+      bytes: positive("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
+      inFlight: positive("maxInFlightSends", options.maxInFlightSends ?? 2),
+    };
+  }
+
+  private get exactlyOnce(): boolean {
+    return this.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
+  }
+
+  private get kafkaCluster(): InternalCluster {
+    if (!this.cluster) throw new Error("sink is not open");
+    return this.cluster;
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------
+
+  override async open(context: SinkContext): Promise<void> {
+    const kafka = resolveClient(this.sinkOptions);
+    this.kafka = kafka;
+    if (this.exactlyOnce) {
+      const prefix = this.prefix as string;
+      claimPrefix(prefix, context.sinkId, context.subtask);
+      this.claimed = context.subtask;
+      await checkTransactionTimeoutAgainstBroker(kafka, this.timeoutMs as number);
+      this.cluster = createCluster(kafka);
+      await this.cluster.connect();
+      const referenced = (context.allRestoredStates as TwoPhaseCommitState[]).flatMap((s) =>
+        [...s.pending.map((p) => p.txn), ...(s.current ? [s.current.txn] : [])]
+          .map((t) => this.decodeTransaction(t))
+          .flatMap((t) => (t.kind === "kafka" ? [t.transactionalId] : [])),
+      );
+      this.pool = new SlotPool(context.restoredCheckpointId ?? 0, referenced);
+    } else {
+      this.producer = kafka.producer({
+        idempotent: this.guarantee === DeliveryGuarantee.AT_LEAST_ONCE,
+        allowAutoTopicCreation: false,
+      });
+      await this.producer.connect();
+    }
+    await super.open(context);
+  }
+
+  override async snapshotState(checkpointId: number): Promise<TwoPhaseCommitState> {
+    this.snapshotting = checkpointId;
+    const state = await super.snapshotState(checkpointId);
+    if (this.pool) {
+      const ids = [...state.pending.map((p) => p.txn), ...(state.current ? [state.current.txn] : [])]
+        .map((t) => this.decodeTransaction(t))
+        .flatMap((t) => (t.kind === "kafka" ? [t.transactionalId] : []));
+      this.pool.snapshotTaken(checkpointId, ids);
+    }
+    return state;
+  }
+
+  override async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    await super.notifyCheckpointComplete(checkpointId);
+    this.pool?.checkpointCompleted(checkpointId);
+  }
+
+  override async close(): Promise<void> {
+    try {
+      await super.close();
+    } finally {
+      for (const live of this.live.values()) await live.outbox.discard();
+      this.live.clear();
+      await this.producer?.disconnect().catch(() => {});
+      await this.cluster?.disconnect().catch(() => {});
+      this.producer = undefined;
+      this.cluster = undefined;
+      if (this.claimed !== undefined) releasePrefix(this.prefix as string, this.claimed);
+      this.claimed = undefined;
+    }
+  }
+
+  // ---- transactions -------------------------------------------------------------------------
+
+  protected async beginTransaction(ctx: TransactionContext): Promise<KafkaSinkTransaction> {
+    if (!this.exactlyOnce) {
+      this.window ??= this.newOutbox((batch) => this.sendPlain(batch));
+      return { kind: "window", checkpointId: ctx.checkpointId };
+    }
+    const pool = this.pool as SlotPool;
+    const prefix = this.prefix as string;
+    const slot = pool.take((s) => transactionalIdOf(prefix, ctx.subtask, s));
+    const transactionalId = transactionalIdOf(prefix, ctx.subtask, slot);
+    let producer: TransactionalProducer;
+    try {
+      producer = await beginTransaction(this.kafka as Kafka, this.kafkaCluster, {
+        transactionalId,
+        transactionTimeoutMs: this.timeoutMs as number,
+      });
+    } catch (error) {
+      pool.release(transactionalId);
+      throw error;
+    }
+    this.live.set(transactionalId, {
+      producer,
+      outbox: this.newOutbox((batch) => producer.sendBatch(batch)),
+    });
+    return {
+      kind: "kafka",
+      transactionalId,
+      producerId: producer.producerId,
+      epoch: producer.epoch,
+      subtask: ctx.subtask,
+      slot,
+      checkpointId: ctx.checkpointId,
+    };
+  }
+
+  private newOutbox(send: (batch: TopicMessages[]) => Promise<unknown>): Outbox {
+    return new Outbox(send, this.limits);
+  }
+
+  private async sendPlain(batch: TopicMessages[]): Promise<void> {
+    const producer = this.producer as Producer;
+    // NONE: leader acknowledgement only; AT_LEAST_ONCE (idempotent) needs every in-sync replica.
+    await producer.sendBatch({ topicMessages: batch, acks: this.guarantee === DeliveryGuarantee.NONE ? 1 : -1 });
+  }
+
+  private outboxOf(txn: KafkaSinkTransaction): Outbox {
+    if (txn.kind === "window") return this.window as Outbox;
+    const live = this.live.get(txn.transactionalId);
+    if (!live) throw new Error(`transaction ${txn.transactionalId} is not open in this process`);
+    return live.outbox;
+  }
+
+  protected write(): void {
+    throw new Error("KafkaSink writes whole batches");
+  }
+
+  protected override async writeRecords(
+    txn: KafkaSinkTransaction,
+    records: readonly T[],
+    positions: readonly RecordPosition[],
+  ): Promise<void> {
+    const outbox = this.outboxOf(txn);
+    for (let i = 0; i < records.length; i++) {
+      let topic: string;
+      let message: Message;
+      try {
+        const out = this.serialize(records[i] as T);
+        const target = out.topic ?? this.sinkOptions.topic;
+        if (!target)
+          throw new ConfigurationError("topic", "the record names no topic and the sink has no default topic");
+        topic = target;
+        message = { value: out.value };
+        if (out.key !== undefined) message.key = out.key;
+        if (out.headers !== undefined) message.headers = out.headers;
+        if (out.partition !== undefined) message.partition = out.partition;
+        if (out.timestamp !== undefined) message.timestamp = String(out.timestamp);
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+      outbox.add(topic, message, sizeOf(message.value) + sizeOf(message.key) + 64);
+      if (outbox.full) await outbox.dispatch();
+    }
+  }
+
+  protected async preCommit(txn: KafkaSinkTransaction): Promise<void> {
+    if (txn.kind === "kafka") {
+      // The pending checkpoint id, so a lost transaction is reported against the right checkpoint.
+      txn.checkpointId = this.snapshotting;
+      await this.outboxOf(txn).flush();
+      return;
+    }
+    if (this.guarantee === DeliveryGuarantee.AT_LEAST_ONCE) await this.outboxOf(txn).flush();
+    else await this.outboxOf(txn).dispatch();
+  }
+
+  protected async commit(txn: KafkaSinkTransaction): Promise<void> {
+    if (txn.kind === "window") return;
+    // The producer has nothing left to send (pre-commit flushed it): the commit is the same
+    // EndTxn a recovering process sends, so both paths decide the outcome the same way.
+    this.live.delete(txn.transactionalId);
+    await this.endByHandle(txn);
+    // The broker has committed; the process may still die before the sink forgets the transaction.
+    reachFault("mid-commit");
+    this.pool?.release(txn.transactionalId);
+  }
+
+  protected override async recoverAndCommit(txn: KafkaSinkTransaction): Promise<void> {
+    if (txn.kind === "window") return;
+    await this.endByHandle(txn);
+  }
+
+  /**
+   * EndTxn(commit) for the stored `{transactionalId, producerId, epoch}`, decided from the
+   * broker's answer: success (also when it was committed before: the coordinator answers a
+   * repeated commit of a completed transaction with success), retry while the coordinator is
+   * busy or moving, and data loss when the epoch was bumped or the transaction aborted.
+   */
+  private async endByHandle(txn: Extract<KafkaSinkTransaction, { kind: "kafka" }>): Promise<void> {
+    try {
+      await endTransaction(this.kafkaCluster, txn, true);
+    } catch (error) {
+      const type = errorType(error);
+      if (type !== undefined && FENCED.has(type)) {
+        throw new TransactionLostError(
+          txn.checkpointId,
+          `Kafka transaction ${txn.transactionalId} (producer ${txn.producerId}, epoch ${txn.epoch}) was fenced before it was committed: ` +
+            "the broker aborted it (transaction.timeout.ms passed) or another producer used the id",
+          { cause: error },
+        );
+      }
+      if (type === "INVALID_TXN_STATE") {
+        throw new TransactionLostError(
+          txn.checkpointId,
+          `Kafka transaction ${txn.transactionalId} (producer ${txn.producerId}, epoch ${txn.epoch}) was aborted, not committed`,
+          { cause: error },
+        );
+      }
+      if (type === "INVALID_PRODUCER_ID_MAPPING") {
+        throw new TransactionLostError(
+          txn.checkpointId,
+          `the broker no longer knows producer ${txn.producerId} for ${txn.transactionalId} (transactional.id.expiration.ms passed, ` +
+            "or the id was re-initialised): whether the transaction was committed cannot be decided",
+          { cause: error },
+        );
+      }
+      if (isRetriableKafkaError(error))
+        throw new TransientError(`EndTxn(commit) for ${txn.transactionalId}: ${(error as Error).message}`, {
+          cause: error,
+        });
+      throw error;
+    }
+  }
+
+  protected async abort(txn: KafkaSinkTransaction): Promise<void> {
+    if (txn.kind === "window") {
+      await this.window?.discard();
+      return;
+    }
+    const live = this.live.get(txn.transactionalId);
+    this.live.delete(txn.transactionalId);
+    if (live) {
+      await live.outbox.discard();
+      try {
+        await live.producer?.abort();
+        this.pool?.release(txn.transactionalId);
+        return;
+      } catch {
+        // The producer is discarded; the broker decides below.
+      }
+    }
+    await this.fence(txn.transactionalId);
+    this.pool?.release(txn.transactionalId);
+  }
+
+  protected override async recoverAndAbort(txn: KafkaSinkTransaction): Promise<void> {
+    // The restored open transaction may since have been pre-committed for a checkpoint that
+    // never completed: InitProducerId aborts it whatever state it reached.
+    if (txn.kind === "kafka") await this.fence(txn.transactionalId);
+  }
+
+  /** InitProducerId on `transactionalId`: aborts what is open under it; retried while it completes. */
+  private async fence(transactionalId: string): Promise<number> {
+    const handle = await withRetry(
+      async () => {
+        try {
+          return await fenceTransactionalId(this.kafkaCluster, transactionalId, this.timeoutMs as number);
+        } catch (error) {
+          if (isRetriableKafkaError(error))
+            throw new TransientError(`InitProducerId for ${transactionalId}`, { cause: error });
+          throw error;
+        }
+      },
+      (e) => e instanceof TransientError,
+      { maxAttempts: 30, initialDelayMs: 50, maxDelayMs: 2000 },
+    );
+    return handle.epoch;
+  }
+
+  protected override async abortLingering(ctx: LingeringContext<KafkaSinkTransaction>): Promise<void> {
+    if (!this.exactlyOnce) return;
+    const prefix = this.prefix as string;
+    const referenced = new Set(ctx.referenced.flatMap((t) => (t.kind === "kafka" ? [t.transactionalId] : [])));
+    const listed = await listTransactions(this.kafkaCluster, ["Ongoing"]);
+    const aborted: string[] = [];
+    if (listed) {
+      for (const txn of listed) {
+        const parsed = parseTransactionalId(prefix, txn.transactionalId);
+        if (!parsed || !ctx.ownsSubtaskIndex(parsed.subtask) || referenced.has(txn.transactionalId)) continue;
+        await this.fence(txn.transactionalId);
+        aborted.push(txn.transactionalId);
+      }
+    } else {
+      // Brokers before Kafka 3.0 cannot list transactions: probe the slots of every owned
+      // subtask index, lowest first, until an id the broker did not know (epoch 0 after
+      // InitProducerId). Slots are taken lowest-first, so the ids ever used are contiguous.
+      const indexes = Math.max(ctx.parallelism, ctx.previousParallelism ?? 0);
+      for (let index = 0; index < indexes; index++) {
+        if (!ctx.ownsSubtaskIndex(index)) continue;
+        for (let slot = 0; ; slot++) {
+          const id = transactionalIdOf(prefix, index, slot);
+          if (referenced.has(id)) continue;
+          const epoch = await this.fence(id);
+          if (epoch === 0) break;
+          aborted.push(id);
+        }
+      }
+    }
+    if (aborted.length > 0) {
+      this.context.logger.info(`aborted ${aborted.length} lingering Kafka transaction(s)`, {
+        sink: ctx.sinkId,
+        subtask: ctx.subtask,
+        transactionalIds: aborted,
+      });
+    }
+  }
+
+  protected override encodeTransaction(txn: KafkaSinkTransaction): unknown {
+    return { ...txn };
+  }
+
+  protected override decodeTransaction(data: unknown): KafkaSinkTransaction {
+    return { ...(data as KafkaSinkTransaction) };
+  }
+
+  protected override isTransient(error: unknown): boolean {
+    return isRetriableKafkaError(error);
+  }
+}
+
+function positive(setting: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
+  return value;
+}
+
+/** A Kafka sink factory for `sinkTo`: one sink per subtask. */
+export function kafkaSink<T>(options: KafkaSinkOptions<T>): () => KafkaSink<T> {
+  // Validate once, at job definition, rather than in every subtask.
+  new KafkaSink(options);
+  return () => new KafkaSink(options);
+}

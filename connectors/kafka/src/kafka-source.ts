@@ -1,0 +1,376 @@
+import {
+  type Batch,
+  ConfigurationError,
+  ownsSplit,
+  type RecordPosition,
+  type Source,
+  type SourceReader,
+  type SourceReaderContext,
+} from "@exactly/core";
+import type { IHeaders, Kafka } from "kafkajs";
+import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
+import {
+  commitGroupOffsets,
+  createCluster,
+  type FetchedPartition,
+  type FetchedRecord,
+  fetchCommitted,
+  type InternalCluster,
+} from "./kafkajs-internals.ts";
+
+/** A record as read from Kafka (only committed ones: read_committed). */
+export interface KafkaRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: IHeaders;
+  /** The record's timestamp in ms (CreateTime, or LogAppendTime if the topic says so). */
+  readonly timestamp: number;
+}
+
+/** Where a split starts when the checkpoint has no position for it. */
+export type KafkaStartPosition =
+  | "earliest"
+  | "latest"
+  | { readonly timestamp: number }
+  /** The group's committed offsets (`groupId`); partitions without one start at `fallback`. */
+  | { readonly groupOffsets: true; readonly fallback?: "earliest" | "latest" };
+
+export interface KafkaSourceOptions<T> extends KafkaConnectionOptions {
+  /** Topics to read; their partitions are the source's splits. */
+  readonly topics: readonly string[];
+  /** Names the source in record positions. Default "kafka". */
+  readonly name?: string;
+  /** Default "earliest". Ignored for splits whose position the restored checkpoint holds. */
+  readonly startFrom?: KafkaStartPosition;
+  /**
+   * Consumer group the offsets of completed checkpoints are committed to, for lag monitoring
+   * only: positions always come from checkpoints. Also the group `startFrom: {groupOffsets}` reads.
+   */
+  readonly groupId?: string;
+  /** Stop at the offsets that are the latest (last stable) when the reader opens: a bounded source. */
+  readonly stopAtLatest?: boolean;
+  /** Record → value. Default: the {@link KafkaRecord} itself. */
+  readonly deserializer?: (record: KafkaRecord) => T;
+  /** Longest wait of one fetch when no data is there, so idle readers let barriers through. Default 100 ms. */
+  readonly maxWaitMs?: number;
+  /** Bytes one fetch may return. Default 4 MiB (per partition: 1 MiB). */
+  readonly maxBytes?: number;
+  readonly maxPartitionBytes?: number;
+}
+
+/**
+ * Reads Kafka topics with read_committed isolation. Partitions are splits, dealt to subtasks
+ * in a stable order (topics in the given order, partitions by number); each split's position
+ * (the next offset) is checkpointed and restored from the checkpoint, never from the group.
+ */
+export class KafkaSource<T = KafkaRecord> implements Source<T> {
+  readonly name: string;
+  readonly bounded: boolean;
+  readonly options: KafkaSourceOptions<T>;
+
+  constructor(options: KafkaSourceOptions<T>) {
+    if (options.topics.length === 0) throw new ConfigurationError("topics", "name at least one topic");
+    if (!options.client && (!options.brokers || options.brokers.length === 0)) {
+      throw new ConfigurationError("brokers", "give the bootstrap servers, or a kafkajs client as `client`");
+    }
+    const start = options.startFrom;
+    if (typeof start === "object" && "groupOffsets" in start && !options.groupId) {
+      throw new ConfigurationError("groupId", "startFrom: { groupOffsets } needs the groupId to read");
+    }
+    this.options = options;
+    this.name = options.name ?? "kafka";
+    this.bounded = options.stopAtLatest === true;
+  }
+
+  createReader(context: SourceReaderContext): SourceReader<T> {
+    return new KafkaSourceReader(this, context);
+  }
+}
+
+interface Split {
+  readonly id: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** The offset after the last record `poll` returned. */
+  position: number;
+  /** Where the next fetch starts (ahead of `position` while fetched records wait in the buffer). */
+  fetchOffset: number;
+  /** Bounded: the offset this split stops at. */
+  end: number | undefined;
+}
+
+interface Chunk {
+  readonly split: Split;
+  readonly records: FetchedRecord[];
+  next: number;
+  /** The fetch offset after the whole chunk (past control and aborted records too). */
+  readonly after: number;
+}
+
+const STALE_METADATA = new Set([
+  "UNKNOWN_TOPIC_OR_PARTITION",
+  "LEADER_NOT_AVAILABLE",
+  "NOT_LEADER_FOR_PARTITION",
+  "FENCED_LEADER_EPOCH",
+  "UNKNOWN_LEADER_EPOCH",
+]);
+
+class KafkaSourceReader<T> implements SourceReader<T> {
+  private readonly source: KafkaSource<T>;
+  private readonly context: SourceReaderContext;
+  private readonly deserialize: (record: KafkaRecord) => T;
+  private kafka: Kafka | undefined;
+  private cluster: InternalCluster | undefined;
+  private splits: Split[] = [];
+  private buffer: Chunk[] = [];
+  /** The positions of the latest snapshot, committed to the group once a checkpoint completes. */
+  private lastSnapshot: Record<string, number> | undefined;
+
+  constructor(source: KafkaSource<T>, context: SourceReaderContext) {
+    this.source = source;
+    this.context = context;
+    this.deserialize = source.options.deserializer ?? ((record) => record as T);
+  }
+
+  private get options(): KafkaSourceOptions<T> {
+    return this.source.options;
+  }
+
+  async open(): Promise<void> {
+    this.kafka = resolveClient(this.options);
+    const cluster = createCluster(this.kafka, { readCommitted: true });
+    this.cluster = cluster;
+    await cluster.connect();
+    await cluster.addMultipleTargetTopics([...this.options.topics]);
+    const all: Array<{ topic: string; partition: number }> = [];
+    for (const topic of this.options.topics) {
+      const partitions = cluster
+        .findTopicPartitionMetadata(topic)
+        .map((p) => p.partitionId)
+        .sort((a, b) => a - b);
+      if (partitions.length === 0)
+        throw new ConfigurationError("topics", `topic ${topic} has no partitions (does it exist?)`);
+      for (const partition of partitions) all.push({ topic, partition });
+    }
+    const owned = all.filter((_, index) => ownsSplit(index, this.context));
+    const restored = this.context.restoredPositions;
+    const missing = owned.filter((p) => typeof restored?.get(splitId(p.topic, p.partition)) !== "number");
+    const starts = await this.startOffsets(missing);
+    const ends = this.options.stopAtLatest ? await this.listOffsets(owned, { fromBeginning: false }) : undefined;
+    this.splits = owned.map(({ topic, partition }) => {
+      const id = splitId(topic, partition);
+      const fromCheckpoint = restored?.get(id);
+      const position = typeof fromCheckpoint === "number" ? fromCheckpoint : (starts.get(id) as number);
+      return { id, topic, partition, position, fetchOffset: position, end: ends?.get(id) };
+    });
+  }
+
+  private async listOffsets(
+    partitions: ReadonlyArray<{ topic: string; partition: number }>,
+    at: { fromBeginning?: boolean; fromTimestamp?: number },
+  ): Promise<Map<string, number>> {
+    const byTopic = new Map<string, Array<{ partition: number }>>();
+    for (const { topic, partition } of partitions) {
+      const list = byTopic.get(topic) ?? [];
+      list.push({ partition });
+      byTopic.set(topic, list);
+    }
+    const out = new Map<string, number>();
+    if (byTopic.size === 0) return out;
+    // The cluster reads with read_committed, so "latest" is the last stable offset.
+    const result = await (this.cluster as InternalCluster).fetchTopicsOffset(
+      [...byTopic].map(([topic, parts]) => ({ topic, partitions: parts, ...at })),
+    );
+    for (const { topic, partitions: parts } of result) {
+      for (const { partition, offset } of parts) out.set(splitId(topic, partition), Number(offset));
+    }
+    return out;
+  }
+
+  private async startOffsets(
+    partitions: ReadonlyArray<{ topic: string; partition: number }>,
+  ): Promise<Map<string, number>> {
+    const start = this.options.startFrom ?? "earliest";
+    if (start === "earliest" || start === "latest") {
+      return this.listOffsets(partitions, { fromBeginning: start === "earliest" });
+    }
+    if ("timestamp" in start) {
+      const byTime = await this.listOffsets(partitions, { fromTimestamp: start.timestamp });
+      // No record at or after the timestamp: Kafka answers -1; start at the end then.
+      const latest = await this.listOffsets(partitions, { fromBeginning: false });
+      for (const [id, offset] of byTime) if (offset < 0) byTime.set(id, latest.get(id) as number);
+      return byTime;
+    }
+    const fallback = await this.listOffsets(partitions, {
+      fromBeginning: (start.fallback ?? "earliest") === "earliest",
+    });
+    const admin = (this.kafka as Kafka).admin();
+    await admin.connect();
+    try {
+      const topics = [...new Set(partitions.map((p) => p.topic))];
+      const committed = await admin.fetchOffsets({ groupId: this.options.groupId as string, topics });
+      for (const { topic, partitions: parts } of committed) {
+        for (const { partition, offset } of parts) {
+          const id = splitId(topic, partition);
+          if (fallback.has(id) && Number(offset) >= 0) fallback.set(id, Number(offset));
+        }
+      }
+    } finally {
+      await admin.disconnect();
+    }
+    return fallback;
+  }
+
+  async poll(maxRecords: number): Promise<Batch<T> | null> {
+    if (this.buffer.length === 0) {
+      const active = this.splits.filter((s) => s.end === undefined || s.fetchOffset < s.end);
+      if (active.length === 0) {
+        if (this.source.bounded) return null;
+        await new Promise((resolve) => setTimeout(resolve, this.options.maxWaitMs ?? 100));
+        return { values: [], positions: [], timestamps: undefined };
+      }
+      await this.fetch(active);
+    }
+    const values: T[] = [];
+    const positions: RecordPosition[] = [];
+    while (values.length < maxRecords && this.buffer.length > 0) {
+      const chunk = this.buffer[0] as Chunk;
+      const split = chunk.split;
+      while (values.length < maxRecords && chunk.next < chunk.records.length) {
+        const raw = chunk.records[chunk.next++] as FetchedRecord;
+        const offset = Number(raw.offset);
+        if (split.end !== undefined && offset >= split.end) {
+          chunk.next = chunk.records.length;
+          break;
+        }
+        values.push(
+          this.deserialize({
+            topic: split.topic,
+            partition: split.partition,
+            offset,
+            key: raw.key,
+            value: raw.value,
+            headers: raw.headers as IHeaders,
+            timestamp: Number(raw.timestamp),
+          }),
+        );
+        positions.push({ source: this.source.name, split: split.id, offset });
+        split.position = offset + 1;
+      }
+      if (chunk.next >= chunk.records.length) {
+        // Past the control and aborted records at the chunk's end too (bounded: never past the end).
+        split.position = split.end === undefined ? chunk.after : Math.min(chunk.after, split.end);
+        this.buffer.shift();
+      }
+    }
+    return { values, positions, timestamps: undefined };
+  }
+
+  private async fetch(active: Split[]): Promise<void> {
+    const cluster = this.cluster as InternalCluster;
+    const byLeader = new Map<string, Split[]>();
+    for (const split of active) {
+      const leaders = cluster.findLeaderForPartitions(split.topic, [split.partition]);
+      const leader = Object.keys(leaders)[0];
+      if (leader === undefined) continue;
+      const list = byLeader.get(leader) ?? [];
+      list.push(split);
+      byLeader.set(leader, list);
+    }
+    if (byLeader.size === 0) {
+      await cluster.refreshMetadata();
+      return;
+    }
+    const results = await Promise.all(
+      [...byLeader].map(async ([nodeId, splits]) => {
+        try {
+          const broker = await cluster.findBroker({ nodeId });
+          return await fetchCommitted(broker, {
+            maxWaitTimeMs: this.options.maxWaitMs ?? 100,
+            maxBytes: this.options.maxBytes ?? 4 * 1024 * 1024,
+            partitions: splits.map((s) => ({
+              topic: s.topic,
+              partition: s.partition,
+              fetchOffset: String(s.fetchOffset),
+              maxBytes: this.options.maxPartitionBytes ?? 1024 * 1024,
+            })),
+          });
+        } catch (error) {
+          const type = (error as { type?: string }).type;
+          if (type === "OFFSET_OUT_OF_RANGE") {
+            throw new Error(
+              `Kafka source ${this.source.name}: a checkpointed offset is out of range (deleted by retention?) on ${splits.map((s) => s.id).join(", ")}`,
+              { cause: error },
+            );
+          }
+          if ((type !== undefined && STALE_METADATA.has(type)) || (error as { retriable?: boolean }).retriable) {
+            await cluster.refreshMetadata().catch(() => {});
+            return [] as FetchedPartition[];
+          }
+          throw error;
+        }
+      }),
+    );
+    for (const partitions of results) {
+      for (const fetched of partitions) {
+        const split = this.splits.find((s) => s.topic === fetched.topic && s.partition === fetched.partition);
+        if (!split || fetched.errorCode !== 0 || fetched.nextOffset === undefined) continue;
+        const after = Number(fetched.nextOffset);
+        if (after <= split.fetchOffset) continue;
+        split.fetchOffset = after;
+        this.buffer.push({ split, records: fetched.records, next: 0, after });
+      }
+    }
+  }
+
+  snapshotPositions(): Record<string, unknown> {
+    const positions: Record<string, number> = {};
+    for (const split of this.splits) positions[split.id] = split.position;
+    this.lastSnapshot = positions;
+    return positions;
+  }
+
+  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
+    // snapshotPositions does not learn the checkpoint id, so the group gets the latest
+    // snapshot's positions: those of the completed checkpoint or of one just after it. The
+    // group serves lag monitoring only, so being a checkpoint ahead is harmless.
+    const positions = this.lastSnapshot;
+    const groupId = this.options.groupId;
+    if (!groupId || !positions || !this.cluster) return;
+    const byTopic = new Map<string, Array<{ partition: number; offset: string }>>();
+    for (const split of this.splits) {
+      const offset = positions[split.id];
+      if (offset === undefined) continue;
+      const list = byTopic.get(split.topic) ?? [];
+      list.push({ partition: split.partition, offset: String(offset) });
+      byTopic.set(split.topic, list);
+    }
+    try {
+      await commitGroupOffsets(
+        this.cluster,
+        groupId,
+        [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
+      );
+    } catch {
+      // Monitoring only: a failed offset commit never fails the job.
+    }
+  }
+
+  async close(): Promise<void> {
+    this.buffer = [];
+    await this.cluster?.disconnect().catch(() => {});
+    this.cluster = undefined;
+  }
+}
+
+function splitId(topic: string, partition: number): string {
+  return `${topic}:${partition}`;
+}
+
+/** A record's value as UTF-8 text, or null. */
+export function valueAsString(record: KafkaRecord): string | null {
+  return record.value === null ? null : record.value.toString("utf8");
+}

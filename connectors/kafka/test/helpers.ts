@@ -1,0 +1,138 @@
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import kafkajs, { type Kafka } from "kafkajs";
+import { createCluster, fetchCommitted } from "../src/kafkajs-internals.ts";
+
+export function newKafka(brokers: string[]): Kafka {
+  return new kafkajs.Kafka({ clientId: "exactly-kafka-test", brokers, logLevel: kafkajs.logLevel.NOTHING });
+}
+
+export function uniqueName(what: string): string {
+  return `${what}-${randomUUID().slice(0, 8)}`;
+}
+
+export async function createTopic(kafka: Kafka, topic: string, partitions = 1): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+      waitForLeaders: true,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Every value a read_committed reader sees on `topic`, read from offset 0 up to each
+ * partition's last stable offset (LSO = HWM once no transaction is open, which the tests
+ * assert first). Records of aborted transactions and control records are dropped by
+ * fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
+ * interleaved aborted transactions through (see kafkajs-internals.ts, withoutAborted).
+ */
+export async function readCommitted(kafka: Kafka, topic: string, partitions: number): Promise<string[]> {
+  const cluster = createCluster(kafka, { readCommitted: true });
+  await cluster.connect();
+  const values: string[] = [];
+  try {
+    await cluster.addMultipleTargetTopics([topic]);
+    for (let partition = 0; partition < partitions; partition++) {
+      const leader = Object.keys(cluster.findLeaderForPartitions(topic, [partition]))[0] as string;
+      const broker = await cluster.findBroker({ nodeId: leader });
+      let offset = 0n;
+      for (;;) {
+        const [fetched] = await fetchCommitted(broker, {
+          maxWaitTimeMs: 0,
+          maxBytes: 4 * 1024 * 1024,
+          partitions: [{ topic, partition, fetchOffset: String(offset), maxBytes: 4 * 1024 * 1024 }],
+        });
+        if (!fetched) throw new Error(`no fetch answer for ${topic}:${partition}`);
+        for (const record of fetched.records) values.push(record.value?.toString() ?? "");
+        if (fetched.nextOffset !== undefined) offset = BigInt(fetched.nextOffset);
+        const stable = BigInt(fetched.lastStableOffset ?? fetched.highWatermark);
+        if (offset >= stable) break;
+      }
+    }
+  } finally {
+    await cluster.disconnect();
+  }
+  return values;
+}
+
+/** Per partition: high watermark and last stable offset (equal when no transaction is open). */
+export async function partitionEnds(
+  kafka: Kafka,
+  topic: string,
+  partitions: number,
+): Promise<Array<{ partition: number; highWatermark: string; lastStableOffset: string | undefined }>> {
+  const cluster = createCluster(kafka, { readCommitted: true });
+  await cluster.connect();
+  try {
+    await cluster.addMultipleTargetTopics([topic]);
+    const out = [];
+    for (let partition = 0; partition < partitions; partition++) {
+      const leader = Object.keys(cluster.findLeaderForPartitions(topic, [partition]))[0] as string;
+      const broker = await cluster.findBroker({ nodeId: leader });
+      const [fetched] = await fetchCommitted(broker, {
+        maxWaitTimeMs: 0,
+        maxBytes: 1024,
+        partitions: [{ topic, partition, fetchOffset: "0", maxBytes: 1024 }],
+      });
+      if (!fetched) throw new Error(`no fetch answer for ${topic}:${partition}`);
+      out.push({ partition, highWatermark: fetched.highWatermark, lastStableOffset: fetched.lastStableOffset });
+    }
+    return out;
+  } finally {
+    await cluster.disconnect();
+  }
+}
+
+/** How often each numeric id occurs among JSON values `{ id }`. */
+export function idCounts(values: readonly string[]): Map<number, number> {
+  const counts = new Map<number, number>();
+  for (const value of values) {
+    const { id } = JSON.parse(value) as { id: number };
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** Lost and duplicated ids among 0…n−1. */
+export function exactlyOnceReport(
+  counts: Map<number, number>,
+  n: number,
+): { lost: number[]; duplicated: number[]; phantom: number[] } {
+  const lost: number[] = [];
+  const duplicated: number[] = [];
+  for (let id = 0; id < n; id++) {
+    const c = counts.get(id) ?? 0;
+    if (c === 0) lost.push(id);
+    if (c > 1) duplicated.push(id);
+  }
+  const phantom = [...counts.keys()].filter((id) => id < 0 || id >= n);
+  return { lost, duplicated, phantom };
+}
+
+/** Runs a TypeScript fixture in a child Node process (from sources) and reports how it ended. */
+export function runFixture(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script],
+      {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "ignore", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("exit", (code, signal) => resolve({ code, signal, stderr }));
+  });
+}

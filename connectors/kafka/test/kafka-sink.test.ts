@@ -1,0 +1,163 @@
+// KafkaSink against the real broker: a job writes every id exactly once as a read_committed
+// consumer sees it and leaves no transaction open; the startup checks refuse a transaction
+// timeout above the broker maximum or below the checkpoint timing, and a shared prefix.
+
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  ConfigurationError,
+  DeliveryGuarantee,
+  GeneratorSource,
+  type SinkContext,
+  StreamJob,
+  silentLogger,
+} from "@exactly/core";
+import { describe, expect, it } from "vitest";
+import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { KafkaSink, kafkaSink } from "../src/index.ts";
+import {
+  createTopic,
+  exactlyOnceReport,
+  idCounts,
+  newKafka,
+  partitionEnds,
+  readCommitted,
+  uniqueName,
+} from "./helpers.ts";
+
+function sinkContext(sinkId: string, subtask = 0): SinkContext {
+  return {
+    sinkId,
+    subtask,
+    parallelism: 1,
+    previousParallelism: undefined,
+    restoredCheckpointId: undefined,
+    restoredStates: [],
+    allRestoredStates: [],
+    storage: undefined as unknown as SinkContext["storage"],
+    logger: silentLogger,
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+async function runJob(topic: string, guarantee: DeliveryGuarantee, records: number): Promise<void> {
+  const job = new StreamJob({
+    name: uniqueName("kafka-sink-job"),
+    parallelism: 2,
+    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-")), intervalMs: 100 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+    batchSize: 500,
+  });
+  job
+    .fromSource(new GeneratorSource({ count: records, splits: 4, ratePerSecond: 20_000, generate: (id) => ({ id }) }))
+    .sinkTo(
+      kafkaSink<{ id: number }>({
+        brokers: kafkaBrokers(),
+        topic,
+        guarantee,
+        transactionalIdPrefix: uniqueName("e2e"),
+        transactionTimeoutMs: 60_000,
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+      }),
+      { name: "kafka-out" },
+    );
+  await job.execute();
+}
+
+describe("KafkaSink", () => {
+  it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
+    "writes every record of a job once at %s, visible to read_committed readers",
+    async (guarantee) => {
+      const kafka = newKafka(kafkaBrokers());
+      const topic = uniqueName("sink-e2e");
+      await createTopic(kafka, topic, 3);
+      const records = 5000;
+      await runJob(topic, guarantee, records);
+      const report = exactlyOnceReport(idCounts(await readCommitted(kafka, topic, 3)), records);
+      expect(report.lost.length, `lost, first: ${report.lost.slice(0, 5)}`).toBe(0);
+      // Without a crash, at least once also writes each record once.
+      expect(report.duplicated.length, `duplicated, first: ${report.duplicated.slice(0, 5)}`).toBe(0);
+      expect(report.phantom).toEqual([]);
+      for (const end of await partitionEnds(kafka, topic, 3)) expect(end.lastStableOffset).toBe(end.highWatermark);
+    },
+  );
+
+  it("refuses a transaction timeout above the broker's transaction.max.timeout.ms", async () => {
+    const sink = new KafkaSink({
+      brokers: kafkaBrokers(),
+      topic: "unused",
+      transactionalIdPrefix: uniqueName("too-long"),
+      transactionTimeoutMs: 3_600_000,
+    });
+    const error = await rejection(sink.open(sinkContext("too-long")));
+    await sink.close();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
+    expect((error as Error).message).toContain("transaction.max.timeout.ms");
+  });
+
+  it("refuses a transaction timeout below checkpoint interval + timeout + restart delay", () => {
+    const make = () =>
+      new KafkaSink({
+        brokers: kafkaBrokers(),
+        topic: "unused",
+        transactionalIdPrefix: uniqueName("too-short"),
+        transactionTimeoutMs: 30_000,
+        checkpointTiming: { intervalMs: 10_000, timeoutMs: 60_000, restartDelayMs: 10_000 },
+      });
+    expect(make).toThrow(ConfigurationError);
+    try {
+      make();
+    } catch (error) {
+      expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
+      expect((error as Error).message).toContain("checkpoint timeout");
+    }
+  });
+
+  it("requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {
+    const settingOf = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (error) {
+        return (error as ConfigurationError).setting;
+      }
+      return undefined;
+    };
+    expect(settingOf(() => new KafkaSink({ brokers: kafkaBrokers(), topic: "t", transactionalIdPrefix: "p" }))).toBe(
+      "transactionTimeoutMs",
+    );
+    expect(settingOf(() => new KafkaSink({ brokers: kafkaBrokers(), topic: "t", transactionTimeoutMs: 60_000 }))).toBe(
+      "transactionalIdPrefix",
+    );
+  });
+
+  it("refuses a second sink with the same transactionalIdPrefix in one process", async () => {
+    const prefix = uniqueName("shared");
+    const options = {
+      brokers: kafkaBrokers(),
+      topic: "unused",
+      transactionalIdPrefix: prefix,
+      transactionTimeoutMs: 60_000,
+    };
+    const first = new KafkaSink(options);
+    const second = new KafkaSink(options);
+    await first.open(sinkContext("first"));
+    const error = await rejection(second.open(sinkContext("second")));
+    await second.close();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("transactionalIdPrefix");
+    await first.close();
+    // Once the first sink closed, the prefix is free again (a restart in the same process).
+    const third = new KafkaSink(options);
+    await third.open(sinkContext("second"));
+    await third.close();
+  });
+});

@@ -1,0 +1,92 @@
+// KafkaSource against the real broker: it reads only committed records (an aborted
+// transaction in the input is skipped), resumes from the offsets in the checkpoint after a
+// SIGKILL (Kafka in → Kafka out stays exactly once), and commits offsets to its group.
+
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { beginTransaction, createCluster, endTransaction } from "../src/kafkajs-internals.ts";
+import {
+  createTopic,
+  exactlyOnceReport,
+  idCounts,
+  newKafka,
+  readCommitted,
+  runFixture,
+  uniqueName,
+} from "./helpers.ts";
+
+const job = fileURLToPath(new URL("./fixtures/source-job.ts", import.meta.url));
+const RECORDS = 12_000;
+const PARTITIONS = 3;
+
+describe("KafkaSource", () => {
+  it.each([["mid-write@5"], ["after-pre-commit@2"], ["after-checkpoint-durable@2"]])(
+    "resumes from checkpointed offsets after SIGKILL at %s and never reads aborted records",
+    async (fault) => {
+      const kafka = newKafka(kafkaBrokers());
+      const input = uniqueName("source-in");
+      const output = uniqueName("source-out");
+      await createTopic(kafka, input, PARTITIONS);
+      await createTopic(kafka, output, 2);
+      // Input: ids 0…RECORDS−1 committed, with an aborted transaction of phantom ids in between.
+      const producer = kafka.producer({ allowAutoTopicCreation: false });
+      await producer.connect();
+      const half = RECORDS / 2;
+      const send = (from: number, to: number) =>
+        producer.send({
+          topic: input,
+          acks: -1,
+          messages: Array.from({ length: to - from }, (_, i) => ({
+            key: String(from + i),
+            value: JSON.stringify({ id: from + i }),
+          })),
+        });
+      await send(0, half);
+      const cluster = createCluster(kafka);
+      await cluster.connect();
+      const aborted = await beginTransaction(kafka, cluster, {
+        transactionalId: uniqueName("aborted-in"),
+        transactionTimeoutMs: 60_000,
+      });
+      for (let p = 0; p < PARTITIONS; p++) {
+        await aborted.sendBatch([
+          { topic: input, messages: [{ partition: p, value: JSON.stringify({ id: -1 - p }) }] },
+        ]);
+      }
+      await endTransaction(cluster, aborted, false);
+      await cluster.disconnect();
+      await send(half, RECORDS);
+      await producer.disconnect();
+
+      const env = {
+        CRASH_BROKERS: kafkaBrokers().join(","),
+        CRASH_IN: input,
+        CRASH_OUT: output,
+        CRASH_GROUP: uniqueName("group"),
+        CRASH_PREFIX: uniqueName("source-crash"),
+        CRASH_CHECKPOINTS: await mkdtemp(join(tmpdir(), "exactly-kafka-source-")),
+      };
+      const crashed = await runFixture(job, { ...env, EXACTLY_FAULT: fault });
+      expect(crashed.signal, crashed.stderr).toBe("SIGKILL");
+      const last = await runFixture(job, env);
+      expect(last.code, last.stderr).toBe(0);
+
+      const report = exactlyOnceReport(idCounts(await readCommitted(kafka, output, 2)), RECORDS);
+      expect(report.phantom, "records of the aborted input transaction were read").toEqual([]);
+      expect(report.lost.length, `lost, first: ${report.lost.slice(0, 5)}`).toBe(0);
+      expect(report.duplicated.length, `duplicated, first: ${report.duplicated.slice(0, 5)}`).toBe(0);
+
+      // Offsets went to the group after checkpoints completed (for monitoring).
+      const admin = kafka.admin();
+      await admin.connect();
+      const committed = await admin.fetchOffsets({ groupId: env.CRASH_GROUP, topics: [input] });
+      await admin.disconnect();
+      const total = committed[0]?.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0) ?? 0;
+      expect(total).toBeGreaterThan(0);
+    },
+  );
+});
