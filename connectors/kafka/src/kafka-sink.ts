@@ -67,7 +67,10 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionOptions {
    * At most the broker's transaction.max.timeout.ms, and above the time recovery can take.
    */
   readonly transactionTimeoutMs?: number;
-  /** The job's checkpoint timing: the transaction timeout must exceed interval + timeout + restart delay. */
+  /**
+   * The checkpoint timing the transaction timeout must exceed (interval + timeout + restart
+   * delay). Default: the job's own, checked when the sink opens.
+   */
   readonly checkpointTiming?: CheckpointTiming;
   /** A lower bound of the transaction timeout given directly. */
   readonly minTransactionTimeoutMs?: number;
@@ -333,6 +336,14 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     const kafka = resolveClient(this.sinkOptions);
     this.kafka = kafka;
     if (this.exactlyOnce) {
+      // The job knows its own timing: check the timeout against it unless the user gave one.
+      validateTransactionTimeout({
+        transactionTimeoutMs: this.timeoutMs as number,
+        checkpointTiming: this.sinkOptions.checkpointTiming ?? context.checkpointTiming,
+        ...(this.sinkOptions.minTransactionTimeoutMs !== undefined
+          ? { minTransactionTimeoutMs: this.sinkOptions.minTransactionTimeoutMs }
+          : {}),
+      });
       const prefix = this.prefix as string;
       claimPrefix(prefix, context.sinkId, context.subtask);
       this.claimed = context.subtask;

@@ -37,6 +37,7 @@ function sinkContext(sinkId: string, subtask = 0): SinkContext {
     allRestoredStates: [],
     storage: undefined as unknown as SinkContext["storage"],
     logger: silentLogger,
+    checkpointTiming: { intervalMs: 1000, timeoutMs: 10_000, restartDelayMs: 10_000 },
   };
 }
 
@@ -64,7 +65,7 @@ async function runJob(topic: string, guarantee: DeliveryGuarantee, records: numb
         topic,
         guarantee,
         transactionalIdPrefix: uniqueName("e2e"),
-        transactionTimeoutMs: 60_000,
+        transactionTimeoutMs: 120_000,
         serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
       }),
       { name: "kafka-out" },
@@ -120,6 +121,36 @@ describe("KafkaSink", () => {
       expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
       expect((error as Error).message).toContain("checkpoint timeout");
     }
+  });
+
+  it("refuses to start a job whose own checkpoint timing outlasts the transaction timeout", async () => {
+    const kafka = newKafka(kafkaBrokers());
+    const topic = uniqueName("job-timing");
+    await createTopic(kafka, topic, 1);
+    const job = new StreamJob({
+      name: "job-timing",
+      checkpoint: {
+        storage: await mkdtemp(join(tmpdir(), "exactly-kafka-timing-")),
+        intervalMs: 20_000,
+        timeoutMs: 30_000,
+      },
+      logger: silentLogger,
+    });
+    job.fromSource(new GeneratorSource({ count: 10, generate: (id) => ({ id }) })).sinkTo(
+      kafkaSink<{ id: number }>({
+        brokers: kafkaBrokers(),
+        topic,
+        transactionalIdPrefix: uniqueName("job-timing"),
+        transactionTimeoutMs: 45_000,
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+      }),
+      { name: "kafka" },
+    );
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
+    expect((error as Error).message).toContain("checkpoint interval 20000 ms + checkpoint timeout 30000 ms");
+    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
   });
 
   it("requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {

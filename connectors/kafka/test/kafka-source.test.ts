@@ -50,7 +50,7 @@ describe("KafkaSource", () => {
       await cluster.connect();
       const aborted = await beginTransaction(kafka, cluster, {
         transactionalId: uniqueName("aborted-in"),
-        transactionTimeoutMs: 60_000,
+        transactionTimeoutMs: 120_000,
       });
       for (let p = 0; p < PARTITIONS; p++) {
         await aborted.sendBatch([

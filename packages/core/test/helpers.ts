@@ -87,6 +87,7 @@ export async function sinkContext(overrides: Partial<SinkContext> = {}): Promise
     allRestoredStates: [],
     storage: new FileSystemCheckpointStorage(await tempDir()),
     logger: recordingLogger(),
+    checkpointTiming: { intervalMs: 1000, timeoutMs: 60_000, restartDelayMs: 10_000 },
     ...overrides,
   };
 }

@@ -28,6 +28,8 @@ export interface ExecutionOptions {
   readonly checkpoint: CheckpointConfig;
   readonly batchSize: number;
   readonly channelCapacity: number;
+  /** The restart strategy's longest delay, for sinks that check transaction timeouts. */
+  readonly restartDelayMs: number;
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
   readonly listener: ExecutionListener;
@@ -247,6 +249,11 @@ export class JobExecution {
             allRestoredStates: old.filter((s) => s !== undefined),
             storage: options.storage,
             logger: options.logger,
+            checkpointTiming: {
+              intervalMs: options.checkpoint.intervalMs,
+              timeoutMs: options.checkpoint.timeoutMs,
+              restartDelayMs: options.restartDelayMs,
+            },
           };
           this.sinks.push(
             new SinkTask({

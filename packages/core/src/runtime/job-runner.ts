@@ -5,6 +5,8 @@ import { sleep } from "../sinks/retry.ts";
 import { type ExecutionListener, type ExecutionOptions, JobExecution } from "./execution.ts";
 import type { JobGraph } from "./job-graph.ts";
 
+export const DEFAULT_MAX_RESTART_DELAY_MS = 10_000;
+
 /** Exponential backoff between restarts after a failure. */
 export interface RestartStrategy {
   /** Restarts allowed before the job fails for good. Default 10. */
@@ -56,7 +58,7 @@ export function startJob(
   const run = async (): Promise<JobResult> => {
     const maxRestarts = restart.maxRestarts ?? 10;
     const initialDelay = restart.initialDelayMs ?? 200;
-    const maxDelay = restart.maxDelayMs ?? 10_000;
+    const maxDelay = restart.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS;
     const resetAfter = restart.resetAfterMs ?? 60_000;
     let restarts = 0;
     let failuresInRow = 0;

@@ -14,7 +14,14 @@ import type { Batch, RecordPosition } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
-import { type JobClient, type JobEvents, type JobResult, type RestartStrategy, startJob } from "./job-runner.ts";
+import {
+  DEFAULT_MAX_RESTART_DELAY_MS,
+  type JobClient,
+  type JobEvents,
+  type JobResult,
+  type RestartStrategy,
+  startJob,
+} from "./job-runner.ts";
 import type { Key } from "./key-groups.ts";
 
 export interface CheckpointOptions {
@@ -167,6 +174,7 @@ export class StreamJob {
         },
         batchSize: positiveInteger("batchSize", this.options.batchSize ?? 1024),
         channelCapacity: positiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
+        restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
         storage,
         logger,
       },

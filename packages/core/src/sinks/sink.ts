@@ -22,6 +22,17 @@ export interface SinkContext {
   readonly allRestoredStates: readonly unknown[];
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
+  /**
+   * The job's checkpoint and restart timing. A pre-committed transaction waits up to
+   * interval + timeout (+ the restart delay after a crash) for its commit, so a sink whose
+   * system aborts old transactions checks its timeout against this at open (I7).
+   */
+  readonly checkpointTiming: {
+    readonly intervalMs: number;
+    readonly timeoutMs: number;
+    /** The longest delay before a restart after a failure. */
+    readonly restartDelayMs: number;
+  };
 }
 
 /**
