@@ -12,16 +12,27 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { type CaseResult, RESULT_PREFIX } from "./bench-protocol.ts";
+import { prepareKafkaInput } from "./kafka-input.ts";
 
 const { values } = parseArgs({
-  options: { records: { type: "string", default: "1000000" }, only: { type: "string" } },
+  options: {
+    records: { type: "string", default: "1000000" },
+    "kafka-records": { type: "string", default: "200000" },
+    only: { type: "string" },
+  },
 });
 const records = Number(values.records);
+const kafkaBrokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
 interface Suite {
   readonly connector: string;
   readonly script: string;
   readonly cases: readonly string[];
+  readonly records: number;
+  /** Prepares input shared by the cases; returns extra environment for them. */
+  readonly prepare?: () => Promise<Record<string, string>>;
+  /** Why the suite cannot run here, if it cannot. */
+  readonly unavailable?: string;
 }
 
 const suites: Suite[] = [
@@ -29,10 +40,31 @@ const suites: Suite[] = [
     connector: "file (local disk)",
     script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
     cases: ["exactly-once", "at-least-once", "raw", "naive"],
+    records,
+  },
+  {
+    connector: "kafka",
+    script: fileURLToPath(new URL("./cases/kafka-cases.ts", import.meta.url)),
+    cases: ["exactly-once (1 s)", "exactly-once (100 ms)", "at-least-once", "raw", "naive"],
+    records: Number(values["kafka-records"]),
+    prepare: async () => ({
+      BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, Number(values["kafka-records"])),
+    }),
+    ...(kafkaBrokers.length === 0
+      ? {
+          unavailable: 'EXACTLY_KAFKA_BROKERS is not set (pnpm services up kafka, then eval "$(pnpm -s services env)")',
+        }
+      : {}),
   },
 ];
 
-function runCase(script: string, name: string, dir: string, env: Record<string, string> = {}): Promise<CaseResult> {
+function runCase(
+  script: string,
+  name: string,
+  records: number,
+  dir: string,
+  env: Record<string, string>,
+): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -59,14 +91,19 @@ const median = (xs: readonly number[]) => {
 
 for (const suite of suites) {
   if (values.only && !suite.connector.startsWith(values.only)) continue;
+  if (suite.unavailable) {
+    console.log(`\n${suite.connector}: not run: ${suite.unavailable}`);
+    continue;
+  }
+  const env = (await suite.prepare?.()) ?? {};
   const results = new Map<string, CaseResult>();
   for (const name of suite.cases) {
     const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
     process.stderr.write(`${suite.connector}: ${name} …\n`);
-    results.set(name, await runCase(suite.script, name, dir));
+    results.set(name, await runCase(suite.script, name, suite.records, dir, env));
     await rm(dir, { recursive: true, force: true });
   }
-  const reference = results.get("exactly-once");
+  const reference = results.get(suite.cases[0] as string);
   const rows = [...results].map(([name, r]) => {
     const rate = r.records / r.seconds;
     const ratio = reference ? rate / (reference.records / reference.seconds) : Number.NaN;
@@ -80,9 +117,17 @@ for (const suite of suites) {
       r.startupMs === undefined ? "-" : String(Math.round(r.startupMs)),
     ];
   });
-  const header = ["case", "records/s", "× exactly-once", "CPU s", "peak RSS MB", "checkpoint ms p50 (n)", "startup ms"];
+  const header = [
+    "case",
+    "records/s",
+    `× ${suite.cases[0]}`,
+    "CPU s",
+    "peak RSS MB",
+    "checkpoint ms p50 (n)",
+    "startup ms",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  console.log(`\n${suite.connector}, ${records.toLocaleString("en-US")} records`);
+  console.log(`\n${suite.connector}, ${suite.records.toLocaleString("en-US")} records`);
   for (const row of [header, widths.map((w) => "-".repeat(w)), ...rows]) {
     console.log(
       row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  "),

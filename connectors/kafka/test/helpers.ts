@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+export { runFixture } from "../../../test/support/run-fixture.ts";
+
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Kafka } from "kafkajs";
 import { createCluster, fetchCommitted } from "../src/kafkajs-internals.ts";
@@ -112,27 +113,4 @@ export function exactlyOnceReport(
   }
   const phantom = [...counts.keys()].filter((id) => id < 0 || id >= n);
   return { lost, duplicated, phantom };
-}
-
-/** Runs a TypeScript fixture in a child Node process (from sources) and reports how it ended. */
-export function runFixture(
-  script: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; signal: string | null; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", script],
-      {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "ignore", "pipe"],
-      },
-    );
-    let stderr = "";
-    child.stderr.on("data", (chunk) => {
-      stderr += chunk;
-    });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => resolve({ code, signal, stderr }));
-  });
 }

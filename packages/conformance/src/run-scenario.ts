@@ -17,6 +17,8 @@ export interface ScenarioResult {
   /** Why it was skipped, or what failed. */
   readonly failures: readonly string[];
   readonly skipReason?: string;
+  /** What happened that is worth reading even when the scenario passed. */
+  readonly notes: readonly string[];
   /** Faults armed in the runs, in order. */
   readonly faults: readonly string[];
   readonly seed: number;
@@ -50,12 +52,14 @@ export async function runScenario(
     dir: await mkdtemp(join(tmpdir(), "exactly-conformance-")),
   };
   const failures: string[] = [];
+  const notes: string[] = [];
   const faults = plan.runs.flatMap((r) => (r.fault ? [r.fault] : r.stopAfterMs ? ["SIGTERM"] : []));
   const done = (check?: CheckResult): ScenarioResult => ({
     name: plan.name,
     description: plan.description,
     status: failures.length === 0 ? "passed" : "failed",
     failures,
+    notes,
     faults,
     seed,
     durationMs: Date.now() - started,
@@ -72,7 +76,7 @@ export async function runScenario(
     parallelism: 2,
     ratePerSecond: profile.ratePerSecond,
     checkpointIntervalMs: 100,
-    checkpointTimeoutMs: 10_000,
+    checkpointTimeoutMs: 5_000,
     notifications: "normal",
   };
   const exactlyOnce = definition.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
@@ -125,7 +129,10 @@ export async function runScenario(
     declined += final.outcome?.declined ?? 0;
     if (final.code !== 0) {
       const code = final.outcome?.errorCode;
-      if (code && plan.loudFailureAllowed?.includes(code)) return done(); // failed loudly: allowed
+      if (code && plan.loudFailureAllowed?.includes(code)) {
+        notes.push(`failed loudly as allowed: ${final.outcome?.error}`);
+        return done();
+      }
       failures.push(`the final run should finish but ${describeExit(final)}`);
       return done();
     }
@@ -140,6 +147,9 @@ export async function runScenario(
       lingering: (await definition.probeLingering?.(scope)) ?? [],
     };
     failures.push(...violations(check, definition.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
+    if (check.duplicated.length > 0 && failures.length === 0) {
+      notes.push(`${check.duplicated.length} ids duplicated, as at-least-once allows`);
+    }
     return done(check);
   } finally {
     await definition.teardown?.(scope);

@@ -49,6 +49,7 @@ export async function runSelected(
       status: "skipped",
       skipReason: selected.skipReason,
       failures: [],
+      notes: [],
       faults: [],
       seed,
       durationMs: 0,

@@ -45,7 +45,7 @@ export function formatTable(results: readonly ScenarioResult[]): string {
     r.name,
     r.status === "skipped" ? `skip (${r.skipReason})` : r.status,
     r.status === "skipped" ? "" : `${(r.durationMs / 1000).toFixed(1)} s`,
-    r.failures.join("; "),
+    [...r.failures, ...r.notes].join("; "),
   ]);
   const header = ["scenario", "result", "time", "details"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));

@@ -1,0 +1,81 @@
+/**
+ * The Kafka sink's conformance definitions (EXACTLY_ONCE and AT_LEAST_ONCE). The suite's
+ * child process loads this module for `createSink`; the test process uses the definitions.
+ * Each scenario writes to a topic of its own, named after the scenario's scope.
+ */
+import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
+import type { DeliveryGuarantee } from "@exactly/core";
+import { KafkaSink } from "../../src/index.ts";
+import { createCluster, listTransactions } from "../../src/kafkajs-internals.ts";
+import { createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
+
+interface KafkaConformanceOptions {
+  readonly brokers: string[];
+  readonly guarantee: DeliveryGuarantee;
+}
+
+const PARTITIONS = 3;
+/** Kafka aborts a transaction left open this long; the transaction-timeout scenario outlasts it. */
+const TRANSACTION_TIMEOUT_MS = 10_000;
+const topicOf = (scope: ScenarioScope) => `conformance-${scope.id}`;
+
+export function createSink(context: SinkFactoryContext<KafkaConformanceOptions>) {
+  return new KafkaSink<ConformanceRecord>({
+    brokers: context.options.brokers,
+    topic: topicOf(context.scope),
+    guarantee: context.options.guarantee,
+    transactionalIdPrefix: topicOf(context.scope),
+    transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
+    serializer: (r) => ({ key: String(r.id), value: String(r.id) }),
+  });
+}
+
+export function kafkaDefinition(
+  brokers: string[],
+  guarantee: DeliveryGuarantee,
+): ConformanceDefinition<KafkaConformanceOptions> {
+  const kafka = newKafka(brokers);
+  return {
+    name: `kafka sink (${guarantee})`,
+    sinkModule: new URL(import.meta.url),
+    sinkOptions: { brokers, guarantee },
+    guarantee,
+    lifecycle: "two-phase-commit",
+    capabilities: { rescale: true },
+    transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
+    setup: (scope) => createTopic(kafka, topicOf(scope), PARTITIONS),
+    async teardown(scope) {
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        await admin.deleteTopics({ topics: [topicOf(scope)] });
+      } finally {
+        await admin.disconnect();
+      }
+    },
+    // What a read_committed consumer sees: up to each partition's last stable offset.
+    readCommitted: async (scope) => (await readCommitted(kafka, topicOf(scope), PARTITIONS)).map(Number),
+    async probeLingering(scope) {
+      const lingering: string[] = [];
+      const cluster = createCluster(kafka);
+      await cluster.connect();
+      try {
+        const open = (await listTransactions(cluster, ["Ongoing", "PrepareCommit", "PrepareAbort"])) ?? [];
+        for (const txn of open) {
+          if (txn.transactionalId.startsWith(`${topicOf(scope)}-`))
+            lingering.push(`${txn.transactionalId} (${txn.state})`);
+        }
+      } finally {
+        await cluster.disconnect();
+      }
+      for (const end of await partitionEnds(kafka, topicOf(scope), PARTITIONS)) {
+        if (end.lastStableOffset !== end.highWatermark) {
+          lingering.push(
+            `partition ${end.partition}: LSO ${end.lastStableOffset} < HWM ${end.highWatermark} blocks read_committed readers`,
+          );
+        }
+      }
+      return lingering;
+    },
+  };
+}

@@ -1,0 +1,142 @@
+/**
+ * The Kafka connector's benchmark cases, one per child process:
+ *   node test/bench/cases/kafka-cases.ts <case> <records> <dir>
+ * Every case reads the same pre-filled input topic (BENCH_KAFKA_INPUT) and writes a topic of
+ * its own, except `raw`, the baseline, which writes the same records with a bare producer.
+ */
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { DeliveryGuarantee, StreamJob, silentLogger } from "@exactly/core";
+import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
+import kafkajs from "kafkajs";
+import { benchRecord, report } from "../bench-protocol.ts";
+
+const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
+const records = Number(recordsArg);
+const brokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",");
+const input = process.env.BENCH_KAFKA_INPUT as string;
+const output = `bench-out-${name}-${randomUUID().slice(0, 8)}`;
+const kafka = new kafkajs.Kafka({ clientId: "exactly-bench", brokers, logLevel: kafkajs.logLevel.NOTHING });
+const PARTITIONS = 4;
+
+async function createOutput(): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ topics: [{ topic: output, numPartitions: PARTITIONS }], waitForLeaders: true });
+  await admin.disconnect();
+}
+
+async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Promise<void> {
+  await createOutput();
+  const checkpointMs: number[] = [];
+  let startedAt = 0;
+  let startupMs = 0;
+  const job = new StreamJob({
+    name: `bench-${name}`,
+    parallelism: 2,
+    checkpoint: { storage: join(dir, "checkpoints"), intervalMs },
+    logger: silentLogger,
+  });
+  job.fromSource(new KafkaSource({ brokers, topics: [input], stopAtLatest: true, deserializer: valueAsString })).sinkTo(
+    kafkaSink<string | null>({
+      brokers,
+      topic: output,
+      guarantee,
+      transactionalIdPrefix: output,
+      transactionTimeoutMs: 120_000,
+      serializer: (value) => ({ value }),
+    }),
+    { name: "kafka-out" },
+  );
+  await job.execute({
+    onRunning: () => {
+      startedAt = performance.now();
+      startupMs = performance.now();
+    },
+    onComplete: (_, info) => checkpointMs.push(info.durationMs),
+  });
+  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, startupMs });
+}
+
+/** The baseline: the same records written by a bare kafkajs producer, in batches. */
+async function raw(): Promise<void> {
+  await createOutput();
+  const producer = kafka.producer({ idempotent: true });
+  await producer.connect();
+  const started = performance.now();
+  const batch = 5000;
+  const inFlight: Promise<unknown>[] = [];
+  for (let start = 0; start < records; start += batch) {
+    const messages = [];
+    for (let id = start; id < Math.min(records, start + batch); id++)
+      messages.push({ value: JSON.stringify(benchRecord(id)) });
+    inFlight.push(producer.send({ topic: output, acks: -1, messages }));
+    if (inFlight.length >= 2) await inFlight.shift();
+  }
+  await Promise.all(inFlight);
+  report({ records, seconds: (performance.now() - started) / 1000, checkpointMs: [] });
+  await producer.disconnect();
+}
+
+/**
+ * What a user writes for exactly-once with kafkajs alone: consume with eachBatch, and for
+ * every batch begin a transaction, send the batch, send the consumed offsets into the
+ * transaction, and commit.
+ */
+async function naive(): Promise<void> {
+  await createOutput();
+  const group = `bench-naive-${randomUUID().slice(0, 8)}`;
+  const producer = kafka.producer({ transactionalId: group, maxInFlightRequests: 1, idempotent: true });
+  await producer.connect();
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topic: input, fromBeginning: true });
+  const started = performance.now();
+  let seen = 0;
+  await new Promise<void>((resolve, reject) => {
+    consumer
+      .run({
+        autoCommit: false,
+        eachBatch: async ({ batch }) => {
+          const txn = await producer.transaction();
+          try {
+            await txn.send({ topic: output, messages: batch.messages.map((m) => ({ value: m.value })) });
+            const last = batch.messages.at(-1);
+            if (last) {
+              await txn.sendOffsets({
+                consumerGroupId: group,
+                topics: [
+                  {
+                    topic: batch.topic,
+                    partitions: [{ partition: batch.partition, offset: String(Number(last.offset) + 1) }],
+                  },
+                ],
+              });
+            }
+            await txn.commit();
+          } catch (error) {
+            await txn.abort();
+            throw error;
+          }
+          seen += batch.messages.length;
+          if (seen >= records) resolve();
+        },
+      })
+      .catch(reject);
+  });
+  report({ records, seconds: (performance.now() - started) / 1000, checkpointMs: [] });
+  await consumer.disconnect();
+  await producer.disconnect();
+}
+
+const cases: Record<string, () => Promise<void>> = {
+  "exactly-once (1 s)": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000),
+  "exactly-once (100 ms)": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 100),
+  "at-least-once": () => framework(DeliveryGuarantee.AT_LEAST_ONCE, 1000),
+  raw,
+  naive,
+};
+const run = cases[name];
+if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);
+await run();
