@@ -16,7 +16,7 @@ const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string
 const records = Number(recordsArg);
 const brokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",");
 const input = process.env.BENCH_KAFKA_INPUT as string;
-const output = `bench-out-${name}-${randomUUID().slice(0, 8)}`;
+const output = `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${randomUUID().slice(0, 8)}`;
 const kafka = new kafkajs.Kafka({ clientId: "exactly-bench", brokers, logLevel: kafkajs.logLevel.NOTHING });
 const PARTITIONS = 4;
 
