@@ -31,6 +31,7 @@ export default defineConfig({
             "test/services/{kafka,redis,s3}.test.ts",
             "connectors/{kafka,postgres,redis}/test/**/*.test.ts",
             "connectors/file/test/s3/**/*.test.ts",
+            "examples/*/test/**/*.test.ts",
           ],
           ...services,
           sequence: { groupOrder: 1 },

@@ -1,0 +1,6 @@
+/** The window-sum job in a child process, so run-example.ts can kill it with SIGKILL. */
+import { silentLogger } from "@exactly/core";
+import { startWindowSumJob, type WindowSumConfig } from "./window-sum.ts";
+
+const config = JSON.parse(process.env.WINDOW_SUM_CONFIG ?? "{}") as WindowSumConfig;
+await startWindowSumJob(config, silentLogger).result;

@@ -1,0 +1,13 @@
+import { describe, expect, it } from "vitest";
+import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { runWindowSumExample } from "../run-example.ts";
+
+describe("example: Kafka window sum", () => {
+  it("is exactly once under SIGKILLs, for our reader and for kcat (read_committed)", async () => {
+    const result = await runWindowSumExample({ brokers: kafkaBrokers(), events: 20_000, kills: 3, seed: 5 });
+    expect(result.kills).toBeGreaterThanOrEqual(1);
+    expect(result.windows).toBe(1000);
+    expect(result.mismatches).toEqual([]);
+    expect(result.kcatMismatches).toEqual([]);
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * The window-sum pipeline from Flink's documentation, on exactly:
+ * Kafka topic in → keyBy(key) → tumbling 1 s event-time windows summing `value` → Kafka topic out,
+ * written in one Kafka transaction per checkpoint.
+ */
+import { type JobClient, type Logger, StreamJob, TumblingEventTimeWindows } from "@exactly/core";
+import { KafkaSource, kafkaSink } from "@exactly/kafka";
+
+export interface Event {
+  readonly id: number;
+  readonly key: string;
+  readonly value: number;
+  /** Event time, ms. */
+  readonly ts: number;
+}
+
+export interface WindowSum {
+  readonly key: string;
+  readonly start: number;
+  readonly end: number;
+  readonly sum: number;
+}
+
+const EPOCH = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+const WINDOW_MS = 1000;
+
+/** The input: deterministic, so a batch computation can say what the output must be. */
+export function event(id: number): Event {
+  return { id, key: `sensor-${id % 5}`, value: (id * 37) % 100, ts: EPOCH + id * 10 };
+}
+
+/** What the pipeline must produce, computed in one batch over the same input: window → sum. */
+export function expectedSums(events: number): Map<string, number> {
+  const sums = new Map<string, number>();
+  for (let id = 0; id < events; id++) {
+    const e = event(id);
+    const start = e.ts - (e.ts % WINDOW_MS);
+    const slot = `${e.key}@${start}`;
+    sums.set(slot, (sums.get(slot) ?? 0) + e.value);
+  }
+  return sums;
+}
+
+export interface WindowSumConfig {
+  readonly brokers: string[];
+  readonly input: string;
+  readonly output: string;
+  readonly checkpoints: string;
+}
+
+export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobClient {
+  const job = new StreamJob({
+    name: "kafka-window-sum",
+    parallelism: 2,
+    checkpoint: { storage: config.checkpoints, intervalMs: 200, timeoutMs: 10_000 },
+    restart: { maxRestarts: 0 },
+    logger,
+  });
+  job
+    .fromSource(
+      new KafkaSource<Event>({
+        brokers: config.brokers,
+        topics: [config.input],
+        stopAtLatest: true,
+        deserializer: (record) => JSON.parse(record.value?.toString() ?? "null") as Event,
+      }),
+      // One input partition, read by one subtask: event time only moves forward.
+      { parallelism: 1, watermarks: { timestampOf: (e) => e.ts, maxOutOfOrdernessMs: 100 } },
+    )
+    .keyBy((e) => e.key)
+    .window(TumblingEventTimeWindows.of(WINDOW_MS))
+    .aggregate({ createAccumulator: () => 0, add: (e, sum) => sum + e.value, getResult: (sum) => sum })
+    .sinkTo(
+      kafkaSink({
+        brokers: config.brokers,
+        topic: config.output,
+        transactionalIdPrefix: `window-sum-${config.output}`,
+        transactionTimeoutMs: 60_000,
+        serializer: (w) => ({
+          key: `${w.key}@${w.start}`,
+          value: JSON.stringify({ key: w.key, start: w.start, end: w.end, sum: w.value } satisfies WindowSum),
+        }),
+      }),
+      { name: "window-sums" },
+    );
+  return job.start();
+}
