@@ -32,7 +32,23 @@ export async function createTopic(kafka: Kafka, topic: string, partitions = 1): 
  * fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
  * interleaved aborted transactions through (see kafkajs-internals.ts, withoutAborted).
  */
-export async function readCommitted(kafka: Kafka, topic: string, partitions: number): Promise<string[]> {
+export async function readCommitted(
+  kafka: Kafka,
+  topic: string,
+  partitions: number,
+  options: { settle?: boolean } = {},
+): Promise<string[]> {
+  // EndTxn returns before the coordinator has written the commit markers to the partitions;
+  // until it has, read_committed readers stop at the open transaction. Wait for that (bounded:
+  // a truly lingering transaction is the probe's to report) unless the caller reads mid-run.
+  if (options.settle !== false) {
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const ends = await partitionEnds(kafka, topic, partitions);
+      if (ends.every((e) => e.lastStableOffset === e.highWatermark)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
   const cluster = createCluster(kafka, { readCommitted: true });
   await cluster.connect();
   const values: string[] = [];

@@ -72,8 +72,13 @@ export interface ConformanceDefinition<O = unknown> {
    * scenario holds a pre-committed transaction longer than this.
    */
   readonly transactionTimeoutMs?: number;
-  /** Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a listing). */
-  readCommitted(scope: ScenarioScope): Promise<number[]>;
+  /**
+   * Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a
+   * listing). `phase` is "running" while the job runs (polled for I1) and "ended" once it
+   * has stopped: a system that finishes a commit after acknowledging it (Kafka writes
+   * transaction markers asynchronously) may wait to settle then.
+   */
+  readCommitted(scope: ScenarioScope, phase: "running" | "ended"): Promise<number[]>;
   /** Lingering resources of the sink left in the scope (open transactions, temp files, uploads). */
   probeLingering?(scope: ScenarioScope): Promise<string[]>;
   /** Called once before a scenario's first run (create topics, tables …). */

@@ -108,7 +108,7 @@ export async function runScenario(
         return done();
       }
       // A graceful stop commits exactly what was read: everything covered, nothing more.
-      const committed = new Set(await definition.readCommitted(scope));
+      const committed = new Set(await definition.readCommitted(scope, "ended"));
       const covered = await coveredIds(scope);
       const missing: number[] = [];
       for (let id = 0; id < profile.records; id++) if (covered(id) && !committed.has(id)) missing.push(id);
@@ -139,7 +139,7 @@ export async function runScenario(
     if (plan.needsDecline && declined === 0)
       failures.push("no checkpoint was declined, so the scenario tested nothing");
 
-    const ids = checkIds(profile.records, await definition.readCommitted(scope));
+    const ids = checkIds(profile.records, await definition.readCommitted(scope, "ended"));
     const check: CheckResult = {
       ...ids,
       expected: profile.records,

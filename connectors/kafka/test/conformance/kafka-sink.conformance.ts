@@ -54,7 +54,8 @@ export function kafkaDefinition(
       }
     },
     // What a read_committed consumer sees: up to each partition's last stable offset.
-    readCommitted: async (scope) => (await readCommitted(kafka, topicOf(scope), PARTITIONS)).map(Number),
+    readCommitted: async (scope, phase) =>
+      (await readCommitted(kafka, topicOf(scope), PARTITIONS, { settle: phase === "ended" })).map(Number),
     async probeLingering(scope) {
       const lingering: string[] = [];
       const cluster = createCluster(kafka);

@@ -98,7 +98,7 @@ export async function coveredIds(scope: ScenarioScope): Promise<(id: number) => 
 /** A poller that records ids visible before the checkpoint containing them completed. */
 export function visibilityWatch(definition: ConformanceDefinition, scope: ScenarioScope, seen: Set<number>) {
   return async () => {
-    const visible = await definition.readCommitted(scope);
+    const visible = await definition.readCommitted(scope, "running");
     const covered = await coveredIds(scope);
     for (const id of visible) if (!covered(id)) seen.add(id);
   };
