@@ -1,4 +1,4 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // Tests run against the TypeScript sources: the "@exactly/source" export condition points
 // every workspace package at src/, so no build step is needed (child processes get the same
@@ -33,16 +33,18 @@ export default defineConfig({
             "connectors/file/test/s3/**/*.test.ts",
             "examples/*/test/**/*.test.ts",
           ],
+          // The broker-restart test runs alone, in "services-restart".
+          exclude: [...configDefaults.exclude, "connectors/kafka/test/broker-restart.test.ts"],
           ...services,
           sequence: { groupOrder: 1 },
         },
       },
       {
-        // Restarts the Postgres server, which ends every session on it: runs before the rest.
+        // Restart the Postgres server and the Kafka broker, which ends every session on them: runs before the rest.
         extends: true,
         test: {
           name: "services-restart",
-          include: ["test/services/postgres.test.ts"],
+          include: ["test/services/postgres.test.ts", "connectors/kafka/test/broker-restart.test.ts"],
           ...services,
           sequence: { groupOrder: 0 },
         },

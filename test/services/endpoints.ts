@@ -57,6 +57,40 @@ export function serviceSource(service: ServiceName): ServiceSource {
 }
 
 /**
+ * Restarts the Kafka broker behind `kafkaBrokers()` and waits until transactions commit
+ * again. Like {@link restartPostgres}, only a broker this project controls: a container, or
+ * the local launcher's own broker; otherwise EXACTLY_KAFKA_RESTART_COMMAND, else it throws.
+ */
+export async function restartKafka(): Promise<void> {
+  const { source, endpoint, containerId } = resolved("kafka");
+  const { probe } = await import("./probes.ts");
+  const { waitFor } = await import("./proc.ts");
+  const waitUntilUp = () => waitFor("Kafka after restart", () => probe("kafka", endpoint), { timeoutMs: 180_000 });
+  if (source === "container" && containerId) {
+    const { restartContainer } = await import("./containers.ts");
+    await restartContainer(containerId);
+    await waitUntilUp();
+    return;
+  }
+  const { launcherOwnsKafka, restartLauncherKafka } = await import("./kafka.ts");
+  if (launcherOwnsKafka(endpoint.brokers)) {
+    await restartLauncherKafka();
+    return;
+  }
+  const command = process.env.EXACTLY_KAFKA_RESTART_COMMAND?.trim();
+  if (command) {
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("sh", ["-c", command], { stdio: "inherit", timeout: 180_000 });
+    await waitUntilUp();
+    return;
+  }
+  throw new Error(
+    `cannot restart the Kafka broker at ${endpoint.brokers.join(",")}: the local launcher did not start it and no ` +
+      "container runs it; set EXACTLY_KAFKA_RESTART_COMMAND to a shell command that restarts it",
+  );
+}
+
+/**
  * Restarts the PostgreSQL server behind `pgUrl()` and waits until it accepts connections again.
  *
  * Only a server this project controls is restarted, never one that merely answers on the URL:

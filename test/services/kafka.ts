@@ -181,6 +181,21 @@ const spec: DaemonSpec<"kafka"> = {
   stopSignal: "SIGTERM",
 };
 
+/** Whether `brokers` is this launcher's own running broker (so a test may restart it). */
+export function launcherOwnsKafka(brokers: readonly string[]): boolean {
+  return brokers.length === 1 && brokers[0] === `${HOST}:${PORT}` && daemonPid(spec) !== undefined;
+}
+
+/**
+ * Restarts the launcher's broker: a controlled shutdown (SIGTERM), then a start on the same
+ * data directory, waiting until a transactional produce commits again.
+ */
+export async function restartLauncherKafka(): Promise<void> {
+  if (daemonPid(spec) === undefined) throw new Error("the launcher's Kafka broker is not running");
+  await downDaemon(spec, () => undefined);
+  await upDaemon(spec, () => undefined);
+}
+
 export const kafkaLauncher: Launcher<"kafka"> = {
   service: "kafka",
   endpoint: spec.endpoint,

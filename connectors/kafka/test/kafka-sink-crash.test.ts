@@ -55,10 +55,11 @@ describe("Kafka sink under SIGKILL", () => {
     const last = await runFixture(job, env);
     expect(last.code, last.stderr).toBe(0);
 
+    // Read first: it waits (bounded) for the markers of the last commit to land.
+    const report = exactlyOnceReport(idCounts(await readCommitted(kafka, topic, PARTITIONS)), RECORDS);
     for (const end of await partitionEnds(kafka, topic, PARTITIONS)) {
       expect(end.lastStableOffset, `partition ${end.partition}: a transaction is still open`).toBe(end.highWatermark);
     }
-    const report = exactlyOnceReport(idCounts(await readCommitted(kafka, topic, PARTITIONS)), RECORDS);
     expect(report.lost.length, `lost ids, first: ${report.lost.slice(0, 5)}`).toBe(0);
     expect(report.duplicated.length, `duplicated ids, first: ${report.duplicated.slice(0, 5)}`).toBe(0);
     expect(report.phantom).toEqual([]);

@@ -89,9 +89,9 @@ describe("kafkajs internals", () => {
       expect(after?.some((t) => t.transactionalId === id)).toBe(false);
     });
 
+    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
     const [ends] = await partitionEnds(kafka, topic, 1);
     expect(ends?.lastStableOffset).toBe(ends?.highWatermark);
-    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
   });
 
   it("fencing an id the broker never saw answers epoch 0", async () => {

@@ -163,6 +163,8 @@ export class CheckpointCoordinator {
     // Durable now: from here on, recovery commits this checkpoint even if we crash.
     this.inFlight = undefined;
     this.completed++;
+    // A stopped (failed) attempt tells no sink to commit: recovery commits this checkpoint.
+    if (this.stopped) return;
     this.listener.onComplete?.(inFlight.id, { durationMs: Date.now() - inFlight.startedAt, final: inFlight.final });
     const notification = this.targets.notifyComplete(inFlight.id);
     this.notifications.add(notification);

@@ -35,6 +35,9 @@ export interface ExecutionOptions {
   readonly listener: ExecutionListener;
 }
 
+/** How long a failed attempt waits for its tasks to leave the call they were in. */
+const TASK_SETTLE_TIMEOUT_MS = 120_000;
+
 export function taskKey(stage: StageNode, subtask: number): string {
   return `${stage.id}/${subtask}`;
 }
@@ -67,6 +70,7 @@ export class JobExecution {
   private failure: unknown;
   private rejectFailure: ((error: unknown) => void) | undefined;
   private finishingSources = 0;
+  private taskRuns: Promise<void>[] = [];
   private stopRequested = false;
 
   constructor(graph: JobGraph, options: ExecutionOptions, restored: RestoredCheckpoint | undefined) {
@@ -123,17 +127,18 @@ export class JobExecution {
       this.options.listener.onRunning?.();
       if (this.stopRequested) for (const source of this.sources) source.requestStop();
       (this.coordinator as CheckpointCoordinator).start();
-      const tasks = [
+      this.taskRuns = [
         ...this.sources.map((t) => t.run()),
         ...this.operators.map((t) => t.run()),
         ...this.sinks.map((t) => t.run()),
       ].map((p) => p.catch((error) => this.fail(error)));
-      await Promise.race([Promise.all(tasks), failed]);
+      await Promise.race([Promise.all(this.taskRuns), failed]);
       await Promise.race([(this.coordinator as CheckpointCoordinator).drainNotifications(), failed]);
       if (this.failure !== undefined) throw this.failure;
       await this.closeAll();
     } catch (error) {
       this.fail(error);
+      await this.settleTasks();
       await this.closeAll().catch(() => {});
       throw this.failure;
     } finally {
@@ -301,6 +306,25 @@ export class JobExecution {
       listener: options.listener,
       logger: options.logger,
     });
+  }
+
+  /**
+   * Waits until every cancelled task has left the sink or source call it was in. Without
+   * this, a failed attempt's pre-commit or begin could still reach the external system
+   * after the next attempt recovered, and fence or abort that attempt's transactions.
+   */
+  private async settleTasks(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), TASK_SETTLE_TIMEOUT_MS);
+    });
+    const settled = await Promise.race([Promise.allSettled(this.taskRuns).then(() => "settled" as const), bound]);
+    clearTimeout(timer);
+    if (settled === "timeout") {
+      this.options.logger.warn(
+        `tasks of the failed attempt still busy after ${TASK_SETTLE_TIMEOUT_MS} ms; restarting anyway`,
+      );
+    }
   }
 
   private finishAfterFinalCheckpoint(): void {
