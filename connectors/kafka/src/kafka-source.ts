@@ -326,6 +326,11 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     }
   }
 
+  /** Partitions are splits, each with its own watermark; a bounded one drops out at its end. */
+  activeSplits(): readonly string[] {
+    return this.splits.filter((s) => s.end === undefined || s.position < s.end).map((s) => s.id);
+  }
+
   snapshotPositions(): Record<string, unknown> {
     const positions: Record<string, number> = {};
     for (const split of this.splits) positions[split.id] = split.position;

@@ -17,8 +17,14 @@ export type Partitioning =
 export interface WatermarkStrategy<T> {
   /** Event time of a record, in milliseconds. */
   readonly timestampOf: (value: T) => number;
-  /** How late a record may arrive after a later one and still count. */
+  /** How late a record may arrive after a later one (of the same split) and still count. */
   readonly maxOutOfOrdernessMs: number;
+  /**
+   * A split with no records for this long stops holding the watermark back until it has
+   * records again (Flink's `withIdleness`). Without it, an empty Kafka partition stalls
+   * event time. Records the idle split brings later may then be late. Default: never idle.
+   */
+  readonly idleTimeoutMs?: number;
 }
 
 export interface Edge {

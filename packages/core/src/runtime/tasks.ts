@@ -6,6 +6,7 @@ import type { SourceReader } from "../sources/source.ts";
 import type { InputGate } from "./channel.ts";
 import type { WatermarkStrategy } from "./job-graph.ts";
 import type { TaskOutput } from "./output.ts";
+import { SplitWatermarks } from "./split-watermarks.ts";
 
 type Element = StreamElement<unknown>;
 
@@ -38,15 +39,13 @@ export class SourceTask implements TaskBase {
   readonly reader: SourceReader<unknown>;
   private readonly output: TaskOutput;
   private readonly batchSize: number;
-  private readonly watermarks: WatermarkStrategy<unknown> | undefined;
+  private readonly watermarks: SplitWatermarks | undefined;
   private readonly onFinishing: () => void;
   private readonly barriers: number[] = [];
   private stopRequested = false;
   private finalCheckpointDone = false;
   private cancelled = false;
   private wake: (() => void) | undefined;
-  private maxTimestamp = Number.NEGATIVE_INFINITY;
-  private lastWatermark = Number.NEGATIVE_INFINITY;
   recordsOut = 0;
 
   constructor(init: {
@@ -65,7 +64,10 @@ export class SourceTask implements TaskBase {
     this.reader = init.reader;
     this.output = init.output;
     this.batchSize = init.batchSize;
-    this.watermarks = init.watermarks;
+    const reader = init.reader;
+    this.watermarks = init.watermarks
+      ? new SplitWatermarks(init.watermarks, reader.activeSplits ? () => reader.activeSplits?.() ?? [] : undefined)
+      : undefined;
     this.onFinishing = init.onFinishing;
   }
 
@@ -125,27 +127,14 @@ export class SourceTask implements TaskBase {
         this.onFinishing();
         continue;
       }
-      if (batch.values.length === 0) continue;
-      this.recordsOut += batch.values.length;
-      await this.output.emitBatch(this.watermarks ? this.assignTimestamps(batch) : batch);
-      if (this.watermarks) {
-        const watermark = this.maxTimestamp - this.watermarks.maxOutOfOrdernessMs - 1;
-        if (watermark > this.lastWatermark) {
-          this.lastWatermark = watermark;
-          await this.output.broadcast({ kind: "watermark", timestamp: watermark });
-        }
+      if (batch.values.length > 0) {
+        this.recordsOut += batch.values.length;
+        await this.output.emitBatch(this.watermarks ? this.watermarks.assign(batch) : batch);
       }
+      // Also after an empty poll: a split may just have turned idle.
+      const watermark = this.watermarks?.advance();
+      if (watermark !== undefined) await this.output.broadcast({ kind: "watermark", timestamp: watermark });
     }
-  }
-
-  private assignTimestamps(batch: Batch<unknown>): Batch<unknown> {
-    const timestampOf = (this.watermarks as WatermarkStrategy<unknown>).timestampOf;
-    const timestamps = batch.values.map((value) => {
-      const ts = timestampOf(value);
-      if (ts > this.maxTimestamp) this.maxTimestamp = ts;
-      return ts;
-    });
-    return { values: batch.values, positions: batch.positions, timestamps };
   }
 
   private async emitBarrier(checkpointId: number): Promise<void> {

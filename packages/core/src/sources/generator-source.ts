@@ -91,6 +91,10 @@ class GeneratorReader<T> implements SourceReader<T> {
     return { values, positions, timestamps: undefined };
   }
 
+  activeSplits(): readonly string[] {
+    return this.lanes.filter((lane) => lane.next < this.count).map((lane) => lane.id);
+  }
+
   snapshotPositions(): Record<string, unknown> {
     const positions: Record<string, unknown> = {};
     for (const lane of this.lanes) positions[lane.id] = lane.next;

@@ -31,6 +31,14 @@ export interface SourceReader<T> {
   poll(maxRecords: number): Batch<T> | null | Promise<Batch<T> | null>;
   /** Split id → position after the last record returned by `poll`. JSON-serializable. */
   snapshotPositions(): Record<string, unknown>;
+  /**
+   * The ids of the splits this reader still reads (exhausted ones left out). With it, event
+   * time is tracked per split and the reader's watermark is the minimum over these splits,
+   * as in Flink's per-split watermarks: a split that lags (a Kafka partition behind the
+   * others, a generator lane not yet polled) holds the watermark back rather than having its
+   * records dropped as late. Without it, the reader is treated as a single split.
+   */
+  activeSplits?(): readonly string[];
   notifyCheckpointComplete?(checkpointId: number): Promise<void>;
   close?(): Promise<void>;
 }
