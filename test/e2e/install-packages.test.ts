@@ -13,11 +13,17 @@ const bin = (name: string) => join(root, "node_modules", ".bin", name);
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
   it("core, file and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
-    await exec(bin("tsc"), ["-b", "packages/core", "connectors/file", "packages/conformance", "packages/cli"], {
-      cwd: root,
-    });
+    const packages = [
+      "packages/core",
+      "connectors/file",
+      "connectors/kafka",
+      "examples/kafka-window-sum",
+      "packages/conformance",
+      "packages/cli",
+    ];
+    await exec(bin("tsc"), ["-b", ...packages], { cwd: root });
     const packs = await mkdtemp(join(tmpdir(), "exactly-packs-"));
-    for (const pkg of ["packages/core", "connectors/file", "packages/conformance", "packages/cli"]) {
+    for (const pkg of packages) {
       await exec("pnpm", ["pack", "--pack-destination", packs], { cwd: join(root, pkg) });
     }
     const tarballs = (await readdir(packs)).filter((n) => n.endsWith(".tgz")).sort();
@@ -25,7 +31,9 @@ describe("packages install alone", () => {
       "exactly-cli-0.1.0.tgz",
       "exactly-conformance-0.1.0.tgz",
       "exactly-core-0.1.0.tgz",
+      "exactly-example-kafka-window-sum-0.1.0.tgz",
       "exactly-file-0.1.0.tgz",
+      "exactly-kafka-0.1.0.tgz",
     ]);
 
     const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
@@ -102,6 +110,8 @@ console.log(JSON.stringify(result));
         "--no-audit",
         "--no-fund",
         join(packs, "exactly-conformance-0.1.0.tgz"),
+        join(packs, "exactly-kafka-0.1.0.tgz"),
+        join(packs, "exactly-example-kafka-window-sum-0.1.0.tgz"),
         join(packs, "exactly-cli-0.1.0.tgz"),
       ],
       { cwd: app },
@@ -115,6 +125,17 @@ console.log(JSON.stringify(result));
     );
     const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
     expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
+
+    // `exactly demo --kafka` loads the Kafka example from its tarball; without a broker it says what to give.
+    const { EXACTLY_KAFKA_BROKERS: _brokers, ...noBroker } = process.env;
+    const kafkaDemo = await exec(join(app, "node_modules/.bin/exactly"), ["demo", "--kafka"], {
+      cwd: app,
+      env: noBroker,
+    }).catch((error: { code: number; stderr: string }) => error);
+    expect(kafkaDemo).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("--brokers: give the Kafka bootstrap"),
+    });
 
     // A user's own sink, in plain JavaScript, through `exactly conformance`.
     await writeFile(join(app, "my-sink.mjs"), USER_SINK_MODULE);

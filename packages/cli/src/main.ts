@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
+import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
 
 function integer(value: string): number {
   const n = Number(value);
@@ -13,17 +14,35 @@ export function buildProgram(): Command {
   program
     .command("demo")
     .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output")
-    .option("--records <n>", "records to generate", integer, 1_000_000)
+    .option("--records <n>", "records to generate (default 1000000; with --kafka, 100000 events)", integer)
     .option("--kills <k>", "SIGKILLs during the run", integer, 3)
     .option("--seed <s>", "seed of the kill plan (reproduces it)", integer)
     .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
     .option("--parallelism <p>", "parallelism of every stage", integer, 2)
     .option("--guarantee <g>", "exactly-once or at-least-once", "exactly-once")
     .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
+    .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
+    .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
     .option("--json", "print the summary as JSON on the last line", false)
-    .action(async (opts) => {
+    .action(async (opts, command: Command) => {
       const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
-      const summary = await runDemo({ ...opts, seed, progress: true });
+      if (opts.kafka) {
+        const fileOnly = ["out", "parallelism", "guarantee", "rate"].filter(
+          (name) => command.getOptionValueSource(name) === "cli",
+        );
+        if (fileOnly.length > 0) {
+          throw new InvalidArgumentError(`--${fileOnly.join(", --")} only applies to the file demo, not --kafka`);
+        }
+        const brokers = String(opts.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "")
+          .split(",")
+          .filter(Boolean);
+        const summary = await runKafkaDemo({ brokers, records: opts.records ?? 100_000, kills: opts.kills, seed });
+        console.log(formatKafkaSummary(summary));
+        if (opts.json) console.log(JSON.stringify(summary));
+        if (!summary.ok) process.exitCode = 1;
+        return;
+      }
+      const summary = await runDemo({ ...opts, records: opts.records ?? 1_000_000, seed, progress: true });
       console.log(formatSummary(summary));
       if (opts.json) console.log(JSON.stringify(summary));
       if (!summary.ok) process.exitCode = 1;

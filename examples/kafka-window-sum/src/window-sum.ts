@@ -23,10 +23,17 @@ export interface WindowSum {
 
 const EPOCH = 1_767_225_600_000; // 2026-01-01T00:00:00Z
 const WINDOW_MS = 1000;
+/** Partitions of the input topic. Read by one source subtask, so event time must be tracked per partition. */
+export const INPUT_PARTITIONS = 3;
 
 /** The input: deterministic, so a batch computation can say what the output must be. */
 export function event(id: number): Event {
   return { id, key: `sensor-${id % 5}`, value: (id * 37) % 100, ts: EPOCH + id * 10 };
+}
+
+/** The input partition of event `id`: consecutive events land on different partitions. */
+export function partitionOf(id: number): number {
+  return id % INPUT_PARTITIONS;
 }
 
 /** What the pipeline must produce, computed in one batch over the same input: window → sum. */
@@ -64,7 +71,9 @@ export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobC
         stopAtLatest: true,
         deserializer: (record) => JSON.parse(record.value?.toString() ?? "null") as Event,
       }),
-      // One input partition, read by one subtask: event time only moves forward.
+      // One subtask reads the three partitions, a fetched chunk of one after a chunk of another,
+      // so they drift far apart in event time. The watermark is kept per partition (the
+      // minimum goes downstream), so a partition that lags is not dropped as late.
       { parallelism: 1, watermarks: { timestampOf: (e) => e.ts, maxOutOfOrdernessMs: 100 } },
     )
     .keyBy((e) => e.key)

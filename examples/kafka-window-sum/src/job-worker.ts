@@ -1,4 +1,4 @@
-/** The window-sum job in a child process, so run-example.ts can kill it with SIGKILL. */
+/** The window-sum job in a child process, so the runner can kill it with SIGKILL. */
 import { silentLogger } from "@exactly/core";
 import { startWindowSumJob, type WindowSumConfig } from "./window-sum.ts";
 

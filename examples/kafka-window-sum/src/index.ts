@@ -1,0 +1,12 @@
+export { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
+export { compareWindows, runWindowSum, type WindowSumResult, type WindowSumRunOptions } from "./run-window-sum.ts";
+export {
+  type Event,
+  event,
+  expectedSums,
+  INPUT_PARTITIONS,
+  partitionOf,
+  startWindowSumJob,
+  type WindowSum,
+  type WindowSumConfig,
+} from "./window-sum.ts";

@@ -1,0 +1,160 @@
+/**
+ * Runs the window-sum example end to end against a real broker: fills the input topic, runs
+ * the job in a child process that is killed with SIGKILL at seeded random points of the sink
+ * lifecycle and restarted, then checks the committed output against a batch computation,
+ * with our reader and with kcat (librdkafka, read_committed).
+ */
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { seededRandom, siblingScript } from "@exactly/core";
+import kafkajs from "kafkajs";
+import { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
+import {
+  event,
+  expectedSums,
+  INPUT_PARTITIONS,
+  partitionOf,
+  type WindowSum,
+  type WindowSumConfig,
+} from "./window-sum.ts";
+
+export interface WindowSumRunOptions {
+  readonly brokers: readonly string[];
+  /** Input events; 100 events make one window of each of the five sensors. */
+  readonly events: number;
+  /** SIGKILLs asked for. A run that finishes before its fault point ends with fewer. */
+  readonly kills: number;
+  readonly seed: number;
+  /** Told what happens, a line at a time. */
+  readonly log?: (line: string) => void;
+}
+
+export interface WindowSumResult {
+  readonly events: number;
+  readonly windows: number;
+  readonly kills: number;
+  readonly elapsedSeconds: number;
+  readonly input: string;
+  readonly output: string;
+  /** Differences between the committed output and the batch computation (empty: exactly once). */
+  readonly mismatches: string[];
+  /** The same check on what kcat read, or why kcat could not be asked. */
+  readonly kcatMismatches: string[] | string;
+}
+
+/** Where the job is killed: while writing, after pre-commit, and after the checkpoint is durable but before commit. */
+const POINTS = ["mid-write", "after-pre-commit", "after-checkpoint-durable"] as const;
+
+/** Compares committed window sums (JSON lines) with the batch computation. */
+export function compareWindows(expected: ReadonlyMap<string, number>, lines: readonly string[]): string[] {
+  const actual = new Map<string, number>();
+  const problems: string[] = [];
+  for (const line of lines) {
+    const w = JSON.parse(line) as WindowSum;
+    const slot = `${w.key}@${w.start}`;
+    if (actual.has(slot)) problems.push(`window ${slot} emitted twice`);
+    actual.set(slot, w.sum);
+  }
+  for (const [slot, sum] of expected) {
+    if (!actual.has(slot)) problems.push(`window ${slot} missing`);
+    else if (actual.get(slot) !== sum) problems.push(`window ${slot}: ${actual.get(slot)} instead of ${sum}`);
+  }
+  for (const slot of actual.keys()) if (!expected.has(slot)) problems.push(`window ${slot} never existed`);
+  return problems;
+}
+
+async function fillInput(kafka: kafkajs.Kafka, config: WindowSumConfig, events: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
+      topics: [
+        { topic: config.input, numPartitions: INPUT_PARTITIONS },
+        { topic: config.output, numPartitions: 3 },
+      ],
+      waitForLeaders: true,
+    });
+  } finally {
+    await admin.disconnect();
+  }
+  const producer = kafka.producer({ idempotent: true });
+  await producer.connect();
+  try {
+    for (let start = 0; start < events; start += 5000) {
+      const messages = [];
+      for (let id = start; id < Math.min(events, start + 5000); id++)
+        messages.push({ partition: partitionOf(id), value: JSON.stringify(event(id)) });
+      await producer.send({ topic: config.input, acks: -1, messages });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Runs the job until it finishes, killing it `kills` times on the way; returns the kills that landed. */
+async function runWithKills(config: WindowSumConfig, options: WindowSumRunOptions): Promise<number> {
+  const random = seededRandom(options.seed);
+  const worker = siblingScript(import.meta.url, "job-worker");
+  let kills = 0;
+  for (let run = 1; ; run++) {
+    // The first occurrence of the point: every run that still has output to write reaches it.
+    const fault = kills < options.kills ? `${POINTS[Math.floor(random() * POINTS.length)]}@1` : "";
+    const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+      // kafkajs 2.2.4 sets a negative timer on Node 24, which only warns (tulios/kafkajs#1751).
+      const quiet = "--disable-warning=TimeoutNegativeWarning";
+      const child = spawn(process.execPath, [...worker.execArgv, quiet, worker.path], {
+        env: { ...process.env, WINDOW_SUM_CONFIG: JSON.stringify(config), EXACTLY_FAULT: fault },
+        stdio: ["ignore", "inherit", "inherit"],
+      });
+      child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+    });
+    if (signal === "SIGKILL") {
+      kills++;
+      options.log?.(`run ${run}: killed with SIGKILL at ${fault}; restarting from the latest checkpoint`);
+      continue;
+    }
+    if (code === 0) {
+      options.log?.(`run ${run}: finished${fault ? ` before reaching ${fault}` : ""}`);
+      return kills;
+    }
+    throw new Error(`window-sum job failed with exit code ${code}`);
+  }
+}
+
+export async function runWindowSum(options: WindowSumRunOptions): Promise<WindowSumResult> {
+  const kafka = new kafkajs.Kafka({
+    clientId: "window-sum-example",
+    brokers: [...options.brokers],
+    logLevel: kafkajs.logLevel.NOTHING,
+  });
+  const run = randomUUID().slice(0, 8);
+  const config: WindowSumConfig = {
+    brokers: [...options.brokers],
+    input: `window-sum-in-${run}`,
+    output: `window-sum-out-${run}`,
+    checkpoints: await mkdtemp(join(tmpdir(), "exactly-window-sum-")),
+  };
+  options.log?.(`writing ${options.events} events to ${config.input} (${INPUT_PARTITIONS} partitions)`);
+  await fillInput(kafka, config, options.events);
+  const startedAt = Date.now();
+  const kills = await runWithKills(config, options);
+  const elapsedSeconds = (Date.now() - startedAt) / 1000;
+
+  options.log?.(`checking ${config.output} against a batch computation, with our reader and with kcat`);
+  const expected = expectedSums(options.events);
+  const mismatches = compareWindows(expected, await readCommittedValues(kafka, config.output));
+  const kcat = readCommittedWithKcat(options.brokers, config.output);
+  return {
+    events: options.events,
+    windows: expected.size,
+    kills,
+    elapsedSeconds,
+    input: config.input,
+    output: config.output,
+    mismatches,
+    kcatMismatches: typeof kcat === "string" ? kcat : compareWindows(expected, kcat),
+  };
+}
