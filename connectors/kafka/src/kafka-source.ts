@@ -56,7 +56,10 @@ export interface KafkaSourceOptions<T> extends KafkaConnectionOptions {
   readonly deserializer?: (record: KafkaRecord) => T;
   /** Longest wait of one fetch when no data is there, so idle readers let barriers through. Default 100 ms. */
   readonly maxWaitMs?: number;
-  /** Bytes one fetch may return. Default 4 MiB (per partition: 1 MiB). */
+  /**
+   * Bytes one fetch may return. Default 1 MiB (per partition: 256 KiB). The reader holds one
+   * fetch at a time, so these bound its buffer; larger fetches only keep records alive longer.
+   */
   readonly maxBytes?: number;
   readonly maxPartitionBytes?: number;
 }
@@ -290,12 +293,12 @@ class KafkaSourceReader<T> implements SourceReader<T> {
           const broker = await cluster.findBroker({ nodeId });
           return await fetchCommitted(broker, {
             maxWaitTimeMs: this.options.maxWaitMs ?? 100,
-            maxBytes: this.options.maxBytes ?? 4 * 1024 * 1024,
+            maxBytes: this.options.maxBytes ?? 1024 * 1024,
             partitions: splits.map((s) => ({
               topic: s.topic,
               partition: s.partition,
               fetchOffset: String(s.fetchOffset),
-              maxBytes: this.options.maxPartitionBytes ?? 1024 * 1024,
+              maxBytes: this.options.maxPartitionBytes ?? 256 * 1024,
             })),
           });
         } catch (error) {

@@ -9,7 +9,8 @@
  * checked when this module loads, and the tests in test/kafkajs-internals.test.ts prove the
  * calls against a real broker. A different kafkajs fails loudly, naming both versions.
  */
-import { createRequire } from "node:module";
+import { readFileSync } from "node:fs";
+import Module, { createRequire } from "node:module";
 import kafkajs, { type Kafka, type Message } from "kafkajs";
 
 export const PINNED_KAFKAJS_VERSION = "2.2.4";
@@ -145,11 +146,6 @@ interface Internals {
   Encoder: new () => InternalEncoder;
   Decoder: new (buffer: Buffer) => InternalDecoder;
   createErrorFromCode(code: number): Error;
-  Batch: new (
-    topic: string,
-    fetchedOffset: string,
-    partitionData: RawPartitionData,
-  ) => { messages: RawMessage[]; messagesWithinOffset: RawMessage[] };
   COORDINATOR_TRANSACTION: number;
   READ_COMMITTED: number;
   CONNECTED: string;
@@ -193,6 +189,78 @@ function expectFunction(what: string, value: unknown): Fn {
   return value as Fn;
 }
 
+/**
+ * kafkajs 2.2.4 groups a send's messages by partition in producer/groupMessagesPerPartition.js
+ * by copying the partition's array for every message (`[...current, message]`): quadratic in
+ * the messages per partition of one send. At the sink's batch sizes that was the largest CPU
+ * cost of the exactly-once path and most of its garbage (a 5,000-record send to 4 partitions allocates ~25 MB
+ * of throwaway arrays). This loads a private copy of messageProducer.js and sendMessages.js
+ * whose grouping is a linear one with the same result: the same partitioner call per message,
+ * the same `{ [partition]: messages }` object, messages in their order. kafkajs's own
+ * modules in the require cache are left as they were, so its public producers are untouched.
+ */
+function groupMessagesLinearly({
+  topic,
+  partitionMetadata,
+  messages,
+  partitioner,
+}: {
+  topic: string;
+  partitionMetadata: readonly unknown[];
+  messages: readonly Message[];
+  partitioner: (args: { topic: string; partitionMetadata: readonly unknown[]; message: Message }) => number;
+}): Record<number, Message[]> {
+  const grouped: Record<number, Message[]> = {};
+  if (partitionMetadata.length === 0) return grouped;
+  for (const message of messages) {
+    const partition = partitioner({ topic, partitionMetadata, message });
+    const list = grouped[partition];
+    if (list) list.push(message);
+    else grouped[partition] = [message];
+  }
+  return grouped;
+}
+
+function loadLinearMessageProducer(): Internals["createMessageProducer"] {
+  const resolve = (name: string) => {
+    try {
+      return require.resolve(`kafkajs/src/producer/${name}.js`);
+    } catch (error) {
+      throw new KafkajsInternalsError(
+        `module kafkajs/src/producer/${name}.js is missing (${(error as Error).message})`,
+      );
+    }
+  };
+  const grouping = resolve("groupMessagesPerPartition");
+  const sendMessages = resolve("sendMessages");
+  const messageProducer = resolve("messageProducer");
+  // The private copy only works if these modules still reach the grouping and each other by require.
+  if (!readFileSync(sendMessages, "utf8").includes("require('./groupMessagesPerPartition')"))
+    throw new KafkajsInternalsError("producer/sendMessages.js no longer requires ./groupMessagesPerPartition");
+  if (!readFileSync(messageProducer, "utf8").includes("require('./sendMessages')"))
+    throw new KafkajsInternalsError("producer/messageProducer.js no longer requires ./sendMessages");
+  const cache = require.cache;
+  const saved = [grouping, sendMessages, messageProducer].map((id) => [id, cache[id]] as const);
+  const replacement = new Module(grouping);
+  replacement.filename = grouping;
+  replacement.exports = groupMessagesLinearly;
+  replacement.loaded = true;
+  try {
+    cache[grouping] = replacement;
+    delete cache[sendMessages];
+    delete cache[messageProducer];
+    return expectFunction(
+      "src/producer/messageProducer.js",
+      require(messageProducer),
+    ) as unknown as Internals["createMessageProducer"];
+  } finally {
+    for (const [id, module] of saved) {
+      if (module) cache[id] = module;
+      else delete cache[id];
+    }
+  }
+}
+
 function loadInternals(): Internals {
   const version = (requireInternal("package.json") as { version?: string }).version;
   if (version !== PINNED_KAFKAJS_VERSION) throw new KafkajsInternalsError(`found kafkajs ${version}`);
@@ -227,10 +295,7 @@ function loadInternals(): Internals {
       "src/producer/eosManager",
       requireInternal("src/producer/eosManager/index.js"),
     ) as unknown as Internals["createEosManager"],
-    createMessageProducer: expectFunction(
-      "src/producer/messageProducer.js",
-      requireInternal("src/producer/messageProducer.js"),
-    ) as unknown as Internals["createMessageProducer"],
+    createMessageProducer: loadLinearMessageProducer(),
     createRetry: expectFunction(
       "src/retry",
       requireInternal("src/retry/index.js"),
@@ -241,10 +306,6 @@ function loadInternals(): Internals {
       "protocol/error.js createErrorFromCode",
       errors.createErrorFromCode,
     ) as unknown as Internals["createErrorFromCode"],
-    Batch: expectFunction(
-      "src/consumer/batch.js",
-      requireInternal("src/consumer/batch.js"),
-    ) as unknown as Internals["Batch"],
     COORDINATOR_TRANSACTION: 1,
     READ_COMMITTED: 1,
     CONNECTED: connected,
@@ -543,7 +604,13 @@ function withoutAborted(
   messages: readonly RawMessage[],
   aborted: readonly AbortedTransaction[] | undefined,
 ): RawMessage[] {
-  const queue = [...(aborted ?? [])].sort((a, b) => {
+  if (!aborted || aborted.length === 0) {
+    // Nothing aborted in this range (the common case): only the control records go.
+    const out: RawMessage[] = [];
+    for (const message of messages) if (!message.isControlRecord) out.push(message);
+    return out;
+  }
+  const queue = [...aborted].sort((a, b) => {
     const d = BigInt(a.firstOffset) - BigInt(b.firstOffset);
     return d < 0n ? -1 : d > 0n ? 1 : 0;
   });
@@ -565,6 +632,25 @@ function withoutAborted(
     out.push(message);
   }
   return out;
+}
+
+/** a >= b for two non-negative INT64 decimal strings; Numbers while exact, else BigInts. */
+function offsetAtLeast(a: string, b: string): boolean {
+  if (a.length <= 15 && b.length <= 15) return Number(a) >= Number(b);
+  return BigInt(a) >= BigInt(b);
+}
+
+/**
+ * The fetched messages at or after the fetch offset, in order: a fetch can begin inside a
+ * record batch, whose earlier records the broker returns too (as kafkajs's consumer
+ * Batch.messagesWithinOffset drops them; that class also runs kafkajs's own aborted filter,
+ * which is not used here).
+ */
+function withinOffset(messages: readonly RawMessage[], fetchOffset: string): readonly RawMessage[] {
+  let first = 0;
+  while (first < messages.length && !offsetAtLeast((messages[first] as RawMessage).offset, fetchOffset)) first++;
+  if (first === 0) return messages;
+  return messages.slice(first);
 }
 
 /**
@@ -610,21 +696,16 @@ export async function fetchCommitted(
         });
         continue;
       }
-      const batch = new internals.Batch(topicName, fetchOffset, data);
-      const within = batch.messagesWithinOffset;
+      const within = withinOffset(data.messages, fetchOffset);
       const last = within[within.length - 1];
       const committed = withoutAborted(within, data.abortedTransactions as AbortedTransaction[]);
+      // The decoded messages themselves, not copies: one object a record fewer.
+      for (const message of committed) message.headers ??= {};
       out.push({
         topic: topicName,
         partition: data.partition,
         errorCode: 0,
-        records: committed.map((m) => ({
-          offset: m.offset,
-          key: m.key,
-          value: m.value,
-          timestamp: m.timestamp,
-          headers: m.headers ?? {},
-        })),
+        records: committed as FetchedRecord[],
         nextOffset: last ? (BigInt(last.offset) + 1n).toString() : undefined,
         highWatermark: data.highWatermark,
         lastStableOffset: data.lastStableOffset,
