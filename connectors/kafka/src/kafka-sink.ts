@@ -16,7 +16,7 @@ import {
   type TwoPhaseCommitState,
   withRetry,
 } from "@exactly/core";
-import type { IHeaders, Kafka, Message, Producer } from "kafkajs";
+import type { IHeaders, Kafka, Message } from "kafkajs";
 import {
   type CheckpointTiming,
   checkTransactionTimeoutAgainstBroker,
@@ -27,10 +27,12 @@ import {
 import {
   beginTransaction,
   createCluster,
+  createPlainProducer,
   endTransaction,
   fenceTransactionalId,
   type InternalCluster,
   listTransactions,
+  type PlainProducer,
   type TopicMessages,
   type TransactionalProducer,
 } from "./kafkajs-internals.ts";
@@ -277,7 +279,7 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   private readonly limits: { records: number; bytes: number; inFlight: number };
   private kafka: Kafka | undefined;
   private cluster: InternalCluster | undefined;
-  private producer: Producer | undefined;
+  private producer: PlainProducer | undefined;
   private pool: SlotPool | undefined;
   private readonly live = new Map<string, LiveTransaction>();
   private window: Outbox | undefined;
@@ -357,11 +359,11 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
       );
       this.pool = new SlotPool(context.restoredCheckpointId ?? 0, referenced);
     } else {
-      this.producer = kafka.producer({
+      this.cluster = createCluster(kafka);
+      await this.cluster.connect();
+      this.producer = await createPlainProducer(kafka, this.cluster, {
         idempotent: this.guarantee === DeliveryGuarantee.AT_LEAST_ONCE,
-        allowAutoTopicCreation: false,
       });
-      await this.producer.connect();
     }
     await super.open(context);
   }
@@ -389,7 +391,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     } finally {
       for (const live of this.live.values()) await live.outbox.discard();
       this.live.clear();
-      await this.producer?.disconnect().catch(() => {});
       await this.cluster?.disconnect().catch(() => {});
       this.producer = undefined;
       this.cluster = undefined;
@@ -439,9 +440,9 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   }
 
   private async sendPlain(batch: TopicMessages[]): Promise<void> {
-    const producer = this.producer as Producer;
+    const producer = this.producer as PlainProducer;
     // NONE: leader acknowledgement only; AT_LEAST_ONCE (idempotent) needs every in-sync replica.
-    await producer.sendBatch({ topicMessages: batch, acks: this.guarantee === DeliveryGuarantee.NONE ? 1 : -1 });
+    await producer.sendBatch(batch, this.guarantee === DeliveryGuarantee.NONE ? 1 : -1);
   }
 
   private outboxOf(txn: KafkaSinkTransaction): Outbox {

@@ -441,6 +441,50 @@ export async function beginTransaction(
   };
 }
 
+/** A producer outside transactions, for AT_LEAST_ONCE (idempotent) and NONE. */
+export interface PlainProducer {
+  /** Resolves once the brokers acknowledged every message (`acks`: -1 all in-sync replicas, 1 the leader). */
+  sendBatch(topicMessages: TopicMessages[], acks: -1 | 1): Promise<void>;
+}
+
+/**
+ * A producer without transactions on the same message producer as {@link beginTransaction}
+ * (linear grouping, see {@link loadLinearMessageProducer}), sharing `cluster`'s connections.
+ * Idempotent: InitProducerId first, so the broker drops the duplicates of retried sends.
+ */
+export async function createPlainProducer(
+  kafka: Kafka,
+  cluster: InternalCluster,
+  options: { idempotent: boolean },
+): Promise<PlainProducer> {
+  const logger = loggerOf(kafka);
+  const eos = internals.createEosManager({
+    logger,
+    cluster,
+    // Unused without transactions; kafkajs's own producer passes its 60 s default.
+    transactionTimeout: 60_000,
+    transactional: false,
+    transactionalId: "",
+  });
+  expectFunctions("EosManager", eos, ["initProducerId"]);
+  if (options.idempotent) await eos.initProducerId();
+  const producer = internals.createMessageProducer({
+    logger,
+    cluster,
+    partitioner: kafkajs.Partitioners.DefaultPartitioner(),
+    eosManager: eos,
+    idempotent: options.idempotent,
+    retrier: internals.createRetry(cluster.retry),
+    getConnectionStatus: () => internals.CONNECTED,
+  });
+  expectFunctions("MessageProducer", producer, ["sendBatch"]);
+  return {
+    async sendBatch(topicMessages, acks) {
+      await producer.sendBatch({ acks, topicMessages });
+    },
+  };
+}
+
 // ---- (b) EndTxn for a stored {transactionalId, producerId, epoch} ----------------------------
 
 async function transactionCoordinator(cluster: InternalCluster, transactionalId: string): Promise<InternalBroker> {
