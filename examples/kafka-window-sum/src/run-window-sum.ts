@@ -45,8 +45,21 @@ export interface WindowSumResult {
   readonly kcatMismatches: string[] | string;
 }
 
-/** Where the job is killed: while writing, after pre-commit, and after the checkpoint is durable but before commit. */
-const POINTS = ["mid-write", "after-pre-commit", "after-checkpoint-durable"] as const;
+/**
+ * Where the job is killed: while writing, after pre-commit, and after the checkpoint is durable
+ * but before commit; at one of the first occurrences in a run, so that a run rarely finishes
+ * before its fault point, and kills land after some transactions committed or pre-committed.
+ */
+const FAULTS = [
+  { point: "mid-write", occurrences: 3 },
+  { point: "after-pre-commit", occurrences: 2 },
+  { point: "after-checkpoint-durable", occurrences: 2 },
+] as const;
+
+function pickFault(random: () => number): string {
+  const fault = FAULTS[Math.floor(random() * FAULTS.length)] as (typeof FAULTS)[number];
+  return `${fault.point}@${1 + Math.floor(random() * fault.occurrences)}`;
+}
 
 /** Compares committed window sums (JSON lines) with the batch computation. */
 export function compareWindows(expected: ReadonlyMap<string, number>, lines: readonly string[]): string[] {
@@ -100,8 +113,7 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
   const worker = siblingScript(import.meta.url, "job-worker");
   let kills = 0;
   for (let run = 1; ; run++) {
-    // The first occurrence of the point: every run that still has output to write reaches it.
-    const fault = kills < options.kills ? `${POINTS[Math.floor(random() * POINTS.length)]}@1` : "";
+    const fault = kills < options.kills ? pickFault(random) : "";
     const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
       // kafkajs 2.2.4 sets a negative timer on Node 24, which only warns (tulios/kafkajs#1751).
       const quiet = "--disable-warning=TimeoutNegativeWarning";

@@ -59,7 +59,7 @@ export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobC
   const job = new StreamJob({
     name: "kafka-window-sum",
     parallelism: 2,
-    checkpoint: { storage: config.checkpoints, intervalMs: 200, timeoutMs: 10_000 },
+    checkpoint: { storage: config.checkpoints, intervalMs: 50, timeoutMs: 10_000 },
     restart: { maxRestarts: 0 },
     logger,
   });
