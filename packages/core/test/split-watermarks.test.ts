@@ -30,17 +30,32 @@ describe("per-split watermarks", () => {
     let now = 0;
     const tracker = new SplitWatermarks(
       { timestampOf: (v) => v as number, maxOutOfOrdernessMs: 0, idleTimeoutMs: 100 },
-      () => ["a", "b"],
+      () => ["a", "b", "c"],
       () => now,
     );
     tracker.assign(batchOf("a", [5000]));
-    expect(tracker.advance()).toBeUndefined();
-    now = 150; // b never had a record; a had one 150 ms ago: both idle, event time holds
-    expect(tracker.advance()).toBeUndefined();
-    tracker.assign(batchOf("a", [6000])); // a is active again, b still idle
+    tracker.assign(batchOf("b", [3000]));
+    expect(tracker.advance()).toBeUndefined(); // c has delivered nothing and is not idle yet
+    now = 120;
+    tracker.assign(batchOf("a", [6000])); // a active; b and c idle
     expect(tracker.advance()).toBe(5999);
-    tracker.assign(batchOf("b", [10])); // b wakes up far behind: the watermark stays
+    now = 300; // every split idle: the ones that had records decide (a 5999, b 2999): no step back
     expect(tracker.advance()).toBeUndefined();
+    tracker.assign(batchOf("c", [10])); // c wakes up far behind: the watermark stays
+    expect(tracker.advance()).toBeUndefined();
+  });
+
+  it("when every split turned idle, move event time to the least of the splits that had records", () => {
+    let now = 0;
+    const tracker = new SplitWatermarks(
+      { timestampOf: (v) => v as number, maxOutOfOrdernessMs: 0, idleTimeoutMs: 100 },
+      () => ["a", "b"],
+      () => now,
+    );
+    tracker.assign(batchOf("a", [4900])); // b never has a record; a's last comes before b turns idle
+    expect(tracker.advance()).toBeUndefined();
+    now = 150;
+    expect(tracker.advance()).toBe(4899);
   });
 
   it("without split ids, treat the reader as one split", () => {

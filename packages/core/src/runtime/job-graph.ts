@@ -22,7 +22,8 @@ export interface WatermarkStrategy<T> {
   /**
    * A split with no records for this long stops holding the watermark back until it has
    * records again (Flink's `withIdleness`). Without it, an empty Kafka partition stalls
-   * event time. Records the idle split brings later may then be late. Default: never idle.
+   * event time. Records the idle split brings later may then be late. When every split is
+   * idle, the least watermark of the splits that had records counts. Default: never idle.
    */
   readonly idleTimeoutMs?: number;
 }

@@ -65,22 +65,29 @@ export class SplitWatermarks {
 
   /**
    * The watermark to emit now, or undefined when it has not advanced. Splits idle for longer
-   * than the strategy's `idleTimeoutMs` are left out; if every split is idle, event time holds.
+   * than the strategy's `idleTimeoutMs` are left out. When every split is idle, the splits that
+   * had records decide: otherwise whether event time moves would depend on which split turned
+   * idle first, a race between the last records and the idle timer.
    */
   advance(): number | undefined {
     const ids = this.activeSplits ? this.activeSplits() : [WHOLE_READER];
     const idleAfter = this.strategy.idleTimeoutMs;
     const now = this.now();
-    let watermark = Number.POSITIVE_INFINITY;
-    let counted = 0;
+    let active = Number.POSITIVE_INFINITY;
+    let activeCount = 0;
+    let idle = Number.POSITIVE_INFINITY;
     for (const id of ids) {
       const time = this.splits.get(id);
-      if (idleAfter !== undefined && now - (time?.lastRecordAt ?? this.startedAt) >= idleAfter) continue;
-      counted++;
       const split = (time?.maxTimestamp ?? Number.NEGATIVE_INFINITY) - this.strategy.maxOutOfOrdernessMs - 1;
-      if (split < watermark) watermark = split;
+      if (idleAfter !== undefined && now - (time?.lastRecordAt ?? this.startedAt) >= idleAfter) {
+        if (time !== undefined && split < idle) idle = split;
+        continue;
+      }
+      activeCount++;
+      if (split < active) active = split;
     }
-    if (counted === 0 || watermark <= this.emitted) return undefined;
+    const watermark = activeCount > 0 ? active : idle;
+    if (watermark === Number.POSITIVE_INFINITY || watermark <= this.emitted) return undefined;
     this.emitted = watermark;
     return watermark;
   }
