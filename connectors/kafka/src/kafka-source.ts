@@ -129,8 +129,8 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   private cluster: InternalCluster | undefined;
   private splits: Split[] = [];
   private buffer: Chunk[] = [];
-  /** The positions of the latest snapshot, committed to the group once a checkpoint completes. */
-  private lastSnapshot: Record<string, number> | undefined;
+  /** Positions of checkpoints not yet complete, by checkpoint id: the group gets them on completion. */
+  private readonly uncommittedSnapshots = new Map<number, Record<string, number>>();
 
   constructor(source: KafkaSource<T>, context: SourceReaderContext) {
     this.source = source;
@@ -334,18 +334,18 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     return this.splits.filter((s) => s.end === undefined || s.position < s.end).map((s) => s.id);
   }
 
-  snapshotPositions(): Record<string, unknown> {
+  snapshotPositions(checkpointId: number): Record<string, unknown> {
     const positions: Record<string, number> = {};
     for (const split of this.splits) positions[split.id] = split.position;
-    this.lastSnapshot = positions;
+    if (this.options.groupId) this.uncommittedSnapshots.set(checkpointId, positions);
     return positions;
   }
 
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
-    // snapshotPositions does not learn the checkpoint id, so the group gets the latest
-    // snapshot's positions: those of the completed checkpoint or of one just after it. The
-    // group serves lag monitoring only, so being a checkpoint ahead is harmless.
-    const positions = this.lastSnapshot;
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    // As Flink does: the group gets the offsets of exactly the completed checkpoint, and the
+    // snapshots of it and of earlier checkpoints (subsumed by it) are dropped.
+    const positions = this.uncommittedSnapshots.get(checkpointId);
+    for (const id of this.uncommittedSnapshots.keys()) if (id <= checkpointId) this.uncommittedSnapshots.delete(id);
     const groupId = this.options.groupId;
     if (!groupId || !positions || !this.cluster) return;
     const byTopic = new Map<string, Array<{ partition: number; offset: string }>>();

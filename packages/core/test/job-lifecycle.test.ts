@@ -129,7 +129,7 @@ describe("job lifecycle", () => {
     const first = await reader.poll(2);
     expect(first?.values).toEqual(["one", "two"]);
     expect(first?.positions.map((p) => p.offset)).toEqual([0, 4]);
-    const positions = reader.snapshotPositions();
+    const positions = reader.snapshotPositions(1);
     await reader.close?.();
 
     const resumed = source.createReader({

@@ -139,7 +139,7 @@ export class SourceTask implements TaskBase {
 
   private async emitBarrier(checkpointId: number): Promise<void> {
     // Positions are taken between batches, so they match exactly what went out before the barrier.
-    const positions = this.reader.snapshotPositions();
+    const positions = this.reader.snapshotPositions(checkpointId);
     await this.output.broadcast({ kind: "barrier", checkpointId });
     await persistAndAck(this, checkpointId, positions);
   }

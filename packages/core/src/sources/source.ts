@@ -29,8 +29,11 @@ export interface SourceReader<T> {
    * runtime can inject barriers into an idle stream.
    */
   poll(maxRecords: number): Batch<T> | null | Promise<Batch<T> | null>;
-  /** Split id → position after the last record returned by `poll`. JSON-serializable. */
-  snapshotPositions(): Record<string, unknown>;
+  /**
+   * Split id → position after the last record returned by `poll`, for checkpoint
+   * `checkpointId`. JSON-serializable.
+   */
+  snapshotPositions(checkpointId: number): Record<string, unknown>;
   /**
    * The ids of the splits this reader still reads (exhausted ones left out). With it, event
    * time is tracked per split and the reader's watermark is the minimum over these splits,
@@ -39,6 +42,7 @@ export interface SourceReader<T> {
    * records dropped as late. Without it, the reader is treated as a single split.
    */
   activeSplits?(): readonly string[];
+  /** Checkpoint `checkpointId` (and every one before it) is complete. */
   notifyCheckpointComplete?(checkpointId: number): Promise<void>;
   close?(): Promise<void>;
 }
