@@ -3,7 +3,11 @@
  * its own child process (so CPU and peak RSS are its own), printed side by side with
  * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
  *
- *   pnpm bench [--records N] [--only file]
+ *   pnpm bench [--records N] [--kafka-records N] [--only file|kafka] [--rounds R]
+ *
+ * With --rounds R every case runs R times, the cases taking turns (a round runs each once),
+ * so that a slow moment of the machine or the broker does not fall on one case only; the
+ * table gives each case's median and its range.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -19,8 +23,12 @@ const { values } = parseArgs({
     records: { type: "string", default: "1000000" },
     "kafka-records": { type: "string", default: "200000" },
     only: { type: "string" },
+    rounds: { type: "string", default: "1" },
   },
 });
+const rounds = Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1)
+  throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
 const records = Number(values.records);
 const kafkaBrokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
@@ -88,7 +96,10 @@ function runCase(
 const median = (xs: readonly number[]) => {
   if (xs.length === 0) return Number.NaN;
   const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
 for (const suite of suites) {
@@ -98,33 +109,42 @@ for (const suite of suites) {
     continue;
   }
   const env = (await suite.prepare?.()) ?? {};
-  const results = new Map<string, CaseResult>();
-  for (const name of suite.cases) {
-    const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
-    process.stderr.write(`${suite.connector}: ${name} …\n`);
-    results.set(name, await runCase(suite.script, name, suite.records, dir, env));
-    await rm(dir, { recursive: true, force: true });
+  const results = new Map<string, CaseResult[]>(suite.cases.map((name) => [name, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const name of suite.cases) {
+      const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
+      process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
+      results.get(name)?.push(await runCase(suite.script, name, suite.records, dir, env));
+      await rm(dir, { recursive: true, force: true });
+    }
   }
-  const reference = results.get(suite.cases[0] as string);
-  const rows = [...results].map(([name, r]) => {
-    const rate = r.records / r.seconds;
-    const ratio = reference ? rate / (reference.records / reference.seconds) : Number.NaN;
+  const rateOf = (r: CaseResult) => r.records / r.seconds;
+  const referenceRate = median((results.get(suite.cases[0] as string) ?? []).map(rateOf));
+  const rows = [...results].map(([name, runs]) => {
+    const rates = runs.map(rateOf);
+    const rate = median(rates);
+    const range =
+      runs.length > 1
+        ? ` (${Math.round(Math.min(...rates)).toLocaleString("en-US")}–${Math.round(Math.max(...rates)).toLocaleString("en-US")})`
+        : "";
+    const checkpoints = runs.flatMap((r) => r.checkpointMs);
+    const startups = runs.flatMap((r) => (r.startupMs === undefined ? [] : [r.startupMs]));
     return [
       name,
-      Math.round(rate).toLocaleString("en-US"),
-      ratio.toFixed(2),
-      r.cpuSeconds.toFixed(1),
-      String(r.peakRssMb),
-      r.checkpointMs.length ? `${median(r.checkpointMs)} (${r.checkpointMs.length})` : "-",
-      r.startupMs === undefined ? "-" : String(Math.round(r.startupMs)),
+      `${Math.round(rate).toLocaleString("en-US")}${range}`,
+      (rate / referenceRate).toFixed(2),
+      median(runs.map((r) => r.cpuSeconds)).toFixed(1),
+      String(Math.max(...runs.map((r) => r.peakRssMb))),
+      checkpoints.length ? `${median(checkpoints)} (${checkpoints.length})` : "-",
+      startups.length ? String(Math.round(median(startups))) : "-",
     ];
   });
   const header = [
     "case",
-    "records/s",
+    rounds > 1 ? `records/s, median (range) of ${rounds}` : "records/s",
     `× ${suite.cases[0]}`,
     "CPU s",
-    "peak RSS MB",
+    "peak RSS MB (max)",
     "checkpoint ms p50 (n)",
     "startup ms",
   ];
