@@ -95,11 +95,27 @@ const FIRST_FOUR = [
   [3000, 10],
 ];
 
+type WindowJob = Awaited<ReturnType<typeof startWindowJob>>;
+
+/** Runs `body` against a window job over a fresh input, and always ends the job and the producer. */
+async function withWindowJob(
+  idleTimeoutMs: number | undefined,
+  body: (job: WindowJob, sendToPartition1: (ts: number) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  const { input, sendToPartition1, close } = await inputWithAnEmptyPartition();
+  const job = await startWindowJob(input, idleTimeoutMs);
+  try {
+    await body(job, sendToPartition1);
+  } finally {
+    job.client.cancel(); // a no-op after stop; ends the job if a wait in `body` failed
+    await job.client.result.catch(() => {});
+    await close();
+  }
+}
+
 describe("KafkaSource watermarks", () => {
   it("an empty partition holds event time back until it has a record", async () => {
-    const { input, sendToPartition1, close } = await inputWithAnEmptyPartition();
-    const job = await startWindowJob(input, undefined);
-    try {
+    await withWindowJob(undefined, async (job, sendToPartition1) => {
       await until("partition 0 is read", () => job.read() === 50);
       // Two more checkpoints: any window that had fired would be committed by now.
       const seen = job.checkpoints();
@@ -110,24 +126,14 @@ describe("KafkaSource watermarks", () => {
       await until("windows fire", () => job.windows().length >= 4);
       await job.client.stop();
       expect(job.windows()).toEqual(FIRST_FOUR);
-    } finally {
-      job.client.cancel(); // a no-op after stop; ends the job if a wait above failed
-      await job.client.result.catch(() => {});
-      await close();
-    }
+    });
   });
 
   it("an idle partition stops holding it back after idleTimeoutMs", async () => {
-    const { input, close } = await inputWithAnEmptyPartition();
-    const job = await startWindowJob(input, 300);
-    try {
+    await withWindowJob(300, async (job) => {
       await until("windows fire with partition 1 idle", () => job.windows().length >= 4);
       await job.client.stop();
       expect(job.windows()).toEqual(FIRST_FOUR);
-    } finally {
-      job.client.cancel(); // a no-op after stop; ends the job if a wait above failed
-      await job.client.result.catch(() => {});
-      await close();
-    }
+    });
   });
 });

@@ -43,12 +43,13 @@ export class SplitWatermarks {
     const now = this.now();
     const timestamps = new Array<number>(batch.values.length);
     // Batches come split by split, so the split's entry is looked up once per run of records.
+    const perSplit = this.activeSplits !== undefined;
     let currentSplit: string | undefined;
     let time: SplitTime | undefined;
     for (let i = 0; i < batch.values.length; i++) {
       const ts = timestampOf(batch.values[i]);
       timestamps[i] = ts;
-      const split = this.activeSplits ? (batch.positions[i]?.split ?? WHOLE_READER) : WHOLE_READER;
+      const split = perSplit ? (batch.positions[i]?.split ?? WHOLE_READER) : WHOLE_READER;
       if (split !== currentSplit || time === undefined) {
         currentSplit = split;
         time = this.splits.get(split);
