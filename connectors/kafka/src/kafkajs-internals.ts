@@ -377,6 +377,26 @@ export interface TransactionHandle {
   readonly epoch: number;
 }
 
+/** kafkajs's message producer (with linear grouping) over `eos`, sharing `cluster`'s connections. */
+function messageProducer(
+  logger: unknown,
+  cluster: InternalCluster,
+  eos: EosManager,
+  idempotent: boolean,
+): ReturnType<Internals["createMessageProducer"]> {
+  const producer = internals.createMessageProducer({
+    logger,
+    cluster,
+    partitioner: kafkajs.Partitioners.DefaultPartitioner(),
+    eosManager: eos,
+    idempotent,
+    retrier: internals.createRetry(cluster.retry),
+    getConnectionStatus: () => internals.CONNECTED,
+  });
+  expectFunctions("MessageProducer", producer, ["sendBatch"]);
+  return producer;
+}
+
 /** A transactional producer for exactly one transaction. */
 export interface TransactionalProducer extends TransactionHandle {
   sendBatch(topicMessages: TopicMessages[]): Promise<void>;
@@ -414,16 +434,7 @@ export async function beginTransaction(
   ]);
   await eos.initProducerId();
   eos.beginTransaction();
-  const producer = internals.createMessageProducer({
-    logger,
-    cluster,
-    partitioner: kafkajs.Partitioners.DefaultPartitioner(),
-    eosManager: eos,
-    idempotent: true,
-    retrier: internals.createRetry(cluster.retry),
-    getConnectionStatus: () => internals.CONNECTED,
-  });
-  expectFunctions("MessageProducer", producer, ["sendBatch"]);
+  const producer = messageProducer(logger, cluster, eos, true);
   const producerId = String(eos.getProducerId());
   const epoch = eos.getProducerEpoch();
   if (producerId === "-1" || typeof epoch !== "number") {
@@ -468,16 +479,7 @@ export async function createPlainProducer(
   });
   expectFunctions("EosManager", eos, ["initProducerId"]);
   if (options.idempotent) await eos.initProducerId();
-  const producer = internals.createMessageProducer({
-    logger,
-    cluster,
-    partitioner: kafkajs.Partitioners.DefaultPartitioner(),
-    eosManager: eos,
-    idempotent: options.idempotent,
-    retrier: internals.createRetry(cluster.retry),
-    getConnectionStatus: () => internals.CONNECTED,
-  });
-  expectFunctions("MessageProducer", producer, ["sendBatch"]);
+  const producer = messageProducer(logger, cluster, eos, options.idempotent);
   return {
     async sendBatch(topicMessages, acks) {
       await producer.sendBatch({ acks, topicMessages });
