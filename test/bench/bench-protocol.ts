@@ -7,6 +7,8 @@ export interface CaseResult {
   readonly peakRssMb: number;
   /** Trigger → durable metadata, per checkpoint; empty for cases without checkpoints. */
   readonly checkpointMs: readonly number[];
+  /** Checkpoint complete → every sink committed, per checkpoint; empty for cases without checkpoints. */
+  readonly commitMs?: readonly number[];
   /** Process start → every sink recovered and records flowing (framework cases). */
   readonly startupMs?: number;
 }

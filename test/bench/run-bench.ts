@@ -128,6 +128,7 @@ for (const suite of suites) {
         ? ` (${Math.round(Math.min(...rates)).toLocaleString("en-US")}–${Math.round(Math.max(...rates)).toLocaleString("en-US")})`
         : "";
     const checkpoints = runs.flatMap((r) => r.checkpointMs);
+    const commits = runs.flatMap((r) => r.commitMs ?? []);
     const startups = runs.flatMap((r) => (r.startupMs === undefined ? [] : [r.startupMs]));
     return [
       name,
@@ -136,6 +137,7 @@ for (const suite of suites) {
       median(runs.map((r) => r.cpuSeconds)).toFixed(1),
       String(Math.max(...runs.map((r) => r.peakRssMb))),
       checkpoints.length ? `${median(checkpoints)} (${checkpoints.length})` : "-",
+      commits.length ? String(Math.round(median(commits))) : "-",
       startups.length ? String(Math.round(median(startups))) : "-",
     ];
   });
@@ -146,6 +148,7 @@ for (const suite of suites) {
     "CPU s",
     "peak RSS MB (max)",
     "checkpoint ms p50 (n)",
+    "commit ms p50",
     "startup ms",
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));

@@ -78,7 +78,7 @@ async function runJob(store: MemoryStore, options: { slowCheckpoint?: number; ti
   job
     .fromSource(new GeneratorSource({ count: 6000, ratePerSecond: 12_000, generate: (i) => i }))
     .sinkTo(() => new ObservedSink(store, options.slowCheckpoint), { name: "observed" });
-  return job.execute();
+  return job.execute({ onCommitted: (id) => store.log.push(`committed ${id}`) });
 }
 
 describe("CheckpointCoordinator", () => {
@@ -99,6 +99,18 @@ describe("CheckpointCoordinator", () => {
     expect([...store.committed].sort((a, b) => (a as number) - (b as number))).toEqual(
       Array.from({ length: 6000 }, (_, i) => i),
     );
+    // onCommitted(n) is told only once every transaction pending in a checkpoint ≤ n is committed.
+    const committedEvents = store.log.filter((l) => l.startsWith("committed "));
+    expect(committedEvents.length).toBeGreaterThan(3);
+    for (const event of committedEvents) {
+      const n = Number(event.slice("committed ".length));
+      for (const pending of store.log.filter((l) => l.startsWith("pending "))) {
+        const [, txn, , checkpoint] = pending.split(" ");
+        if (Number(checkpoint) > n) continue;
+        expect(store.log.indexOf(`commit ${txn}`), `${txn} before ${event}`).toBeLessThan(store.log.indexOf(event));
+        expect(store.log.indexOf(`commit ${txn}`)).toBeGreaterThanOrEqual(0);
+      }
+    }
   });
 
   it("declines a checkpoint that times out, and commits its transactions with the next one", async () => {

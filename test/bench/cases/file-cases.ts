@@ -16,6 +16,7 @@ const encode = (r: ReturnType<typeof benchRecord>) => JSON.stringify(r);
 
 async function framework(guarantee: DeliveryGuarantee): Promise<void> {
   const checkpointMs: number[] = [];
+  const commitMs: number[] = [];
   let startupMs = 0;
   let startedAt = 0;
   const job = new StreamJob({
@@ -32,8 +33,9 @@ async function framework(guarantee: DeliveryGuarantee): Promise<void> {
       startedAt = performance.now();
     },
     onComplete: (_, info) => checkpointMs.push(info.durationMs),
+    onCommitted: (_, info) => commitMs.push(info.durationMs),
   });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, startupMs });
+  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
 }
 
 /** The baseline: the same lines through one write stream, fsynced once at the end. */

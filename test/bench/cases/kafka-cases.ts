@@ -30,6 +30,7 @@ async function createOutput(): Promise<void> {
 async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Promise<void> {
   await createOutput();
   const checkpointMs: number[] = [];
+  const commitMs: number[] = [];
   let startedAt = 0;
   let startupMs = 0;
   const job = new StreamJob({
@@ -55,8 +56,9 @@ async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Prom
       startupMs = performance.now();
     },
     onComplete: (_, info) => checkpointMs.push(info.durationMs),
+    onCommitted: (_, info) => commitMs.push(info.durationMs),
   });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, startupMs });
+  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
 }
 
 /** The baseline: the same records written by a bare kafkajs producer, in batches. */

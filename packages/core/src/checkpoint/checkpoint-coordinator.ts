@@ -13,6 +13,8 @@ export interface CheckpointConfig {
 
 export interface CheckpointListener {
   onComplete?(checkpointId: number, info: { durationMs: number; final: boolean }): void;
+  /** Every sink has committed checkpoint `checkpointId`; `durationMs` counts from its completion. */
+  onCommitted?(checkpointId: number, info: { durationMs: number }): void;
   onDeclined?(checkpointId: number, reason: string): void;
 }
 
@@ -166,10 +168,14 @@ export class CheckpointCoordinator {
     // A stopped (failed) attempt tells no sink to commit: recovery commits this checkpoint.
     if (this.stopped) return;
     this.listener.onComplete?.(inFlight.id, { durationMs: Date.now() - inFlight.startedAt, final: inFlight.final });
+    const completedAt = Date.now();
     const notification = this.targets.notifyComplete(inFlight.id);
     this.notifications.add(notification);
     notification.then(
-      () => this.notifications.delete(notification),
+      () => {
+        this.notifications.delete(notification);
+        this.listener.onCommitted?.(inFlight.id, { durationMs: Date.now() - completedAt });
+      },
       (error) => {
         this.notifications.delete(notification);
         this.fail(error);
