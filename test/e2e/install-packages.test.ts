@@ -164,9 +164,8 @@ class DirectorySink extends TwoPhaseCommitSink {
     await mkdir(this.dir, { recursive: true });
     return { name: ctx.sinkId + "-" + ctx.subtask + "-" + ctx.checkpointId };
   }
-  write() {}
-  async writeRecords(txn, records) {
-    await appendFile(join(this.dir, "." + txn.name), records.map((r) => r.id + "\\n").join(""));
+  async write(txn, batch) {
+    await appendFile(join(this.dir, "." + txn.name), batch.values.map((r) => r.id + "\\n").join(""));
   }
   async preCommit() {}
   async commit(txn) {

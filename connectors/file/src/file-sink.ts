@@ -1,9 +1,9 @@
 import {
+  type Batch,
   ConfigurationError,
   DeliveryGuarantee,
   isAlreadyExists,
   type LingeringContext,
-  type RecordPosition,
   RecordWriteError,
   type SinkCapabilities,
   type TransactionContext,
@@ -92,15 +92,8 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
     return { id: ctx.checkpointId, parts: [] };
   }
 
-  protected write(): void {
-    throw new Error("FileSink writes whole batches");
-  }
-
-  protected override async writeRecords(
-    txn: FileTransaction,
-    records: readonly T[],
-    positions: readonly RecordPosition[],
-  ): Promise<void> {
+  protected async write(txn: FileTransaction, batch: Batch<T>): Promise<void> {
+    const { values: records, positions } = batch;
     for (let i = 0; i < records.length; i++) {
       let bucket: string;
       let line: string;

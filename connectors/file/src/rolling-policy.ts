@@ -1,4 +1,4 @@
-import { ConfigurationError } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core";
 
 /**
  * When a part file is closed. Every checkpoint closes all open parts (they are what the
@@ -11,8 +11,5 @@ export interface RollingPolicy {
 
 export function resolveRollingPolicy(policy: RollingPolicy = {}): Required<RollingPolicy> {
   const maxPartBytes = policy.maxPartBytes ?? 128 * 1024 * 1024;
-  if (!Number.isInteger(maxPartBytes) || maxPartBytes < 1) {
-    throw new ConfigurationError("rollingPolicy.maxPartBytes", `must be a positive integer, got ${maxPartBytes}`);
-  }
-  return { maxPartBytes };
+  return { maxPartBytes: requirePositiveInteger("rollingPolicy.maxPartBytes", maxPartBytes) };
 }

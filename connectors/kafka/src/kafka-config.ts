@@ -1,4 +1,4 @@
-import { ConfigurationError } from "@exactly/core";
+import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
 import kafkajs, { type Kafka } from "kafkajs";
 
 /**
@@ -84,9 +84,7 @@ export function validateTransactionTimeout(options: {
       "is required for EXACTLY_ONCE: set it explicitly, above checkpoint interval + checkpoint timeout + restart delay and at most the broker's transaction.max.timeout.ms",
     );
   }
-  if (!Number.isInteger(timeout) || timeout < 1) {
-    throw new ConfigurationError("transactionTimeoutMs", `must be a positive integer, got ${timeout}`);
-  }
+  requirePositiveInteger("transactionTimeoutMs", timeout);
   const minimum = minimumTransactionTimeout(options);
   if (minimum && timeout < minimum.ms) {
     throw new ConfigurationError(

@@ -1,12 +1,14 @@
 import {
+  type Batch,
+  type CommitContext,
   ConfigurationError,
   DeliveryGuarantee,
   isTransientByDefault,
   type LingeringContext,
-  type RecordPosition,
   RecordWriteError,
   type RetryOptions,
   reachFault,
+  requirePositiveInteger,
   type SinkCapabilities,
   type SinkContext,
   type TransactionContext,
@@ -87,9 +89,7 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionOptions {
 }
 
 /** One transaction of the sink, as checkpointed: a Kafka transaction, or a flush window (AT_LEAST_ONCE, NONE). */
-export type KafkaSinkTransaction =
-  | ({ readonly kind: "kafka" } & KafkaTransactionState & { checkpointId: number })
-  | { readonly kind: "window"; readonly checkpointId: number };
+export type KafkaSinkTransaction = ({ readonly kind: "kafka" } & KafkaTransactionState) | { readonly kind: "window" };
 
 /** Errors the transaction coordinator answers when the stored epoch no longer holds the transaction. */
 const FENCED = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]);
@@ -283,7 +283,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   private pool: SlotPool | undefined;
   private readonly live = new Map<string, LiveTransaction>();
   private window: Outbox | undefined;
-  private snapshotting = 0;
   /** The subtask this sink holds its prefix for, once claimed (released by close). */
   private claimed: number | undefined;
 
@@ -317,9 +316,9 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     this.sinkOptions = options;
     this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
     this.limits = {
-      records: positive("maxBatchRecords", options.maxBatchRecords ?? 5000),
-      bytes: positive("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
-      inFlight: positive("maxInFlightSends", options.maxInFlightSends ?? 2),
+      records: requirePositiveInteger("maxBatchRecords", options.maxBatchRecords ?? 5000),
+      bytes: requirePositiveInteger("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
+      inFlight: requirePositiveInteger("maxInFlightSends", options.maxInFlightSends ?? 2),
     };
   }
 
@@ -369,7 +368,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   }
 
   override async snapshotState(checkpointId: number): Promise<TwoPhaseCommitState> {
-    this.snapshotting = checkpointId;
     const state = await super.snapshotState(checkpointId);
     if (this.pool) {
       const ids = [...state.pending.map((p) => p.txn), ...(state.current ? [state.current.txn] : [])]
@@ -404,7 +402,7 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   protected async beginTransaction(ctx: TransactionContext): Promise<KafkaSinkTransaction> {
     if (!this.exactlyOnce) {
       this.window ??= this.newOutbox((batch) => this.sendPlain(batch));
-      return { kind: "window", checkpointId: ctx.checkpointId };
+      return { kind: "window" };
     }
     const pool = this.pool as SlotPool;
     const prefix = this.prefix as string;
@@ -431,7 +429,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
       epoch: producer.epoch,
       subtask: ctx.subtask,
       slot,
-      checkpointId: ctx.checkpointId,
     };
   }
 
@@ -452,15 +449,8 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     return live.outbox;
   }
 
-  protected write(): void {
-    throw new Error("KafkaSink writes whole batches");
-  }
-
-  protected override async writeRecords(
-    txn: KafkaSinkTransaction,
-    records: readonly T[],
-    positions: readonly RecordPosition[],
-  ): Promise<void> {
+  protected async write(txn: KafkaSinkTransaction, batch: Batch<T>): Promise<void> {
+    const { values: records, positions } = batch;
     const outbox = this.outboxOf(txn);
     for (let i = 0; i < records.length; i++) {
       let topic: string;
@@ -486,8 +476,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
 
   protected async preCommit(txn: KafkaSinkTransaction): Promise<void> {
     if (txn.kind === "kafka") {
-      // The pending checkpoint id, so a lost transaction is reported against the right checkpoint.
-      txn.checkpointId = this.snapshotting;
       await this.outboxOf(txn).flush();
       return;
     }
@@ -495,20 +483,20 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     else await this.outboxOf(txn).dispatch();
   }
 
-  protected async commit(txn: KafkaSinkTransaction): Promise<void> {
+  protected async commit(txn: KafkaSinkTransaction, checkpoint: CommitContext): Promise<void> {
     if (txn.kind === "window") return;
     // The producer has nothing left to send (pre-commit flushed it): the commit is the same
     // EndTxn a recovering process sends, so both paths decide the outcome the same way.
     this.live.delete(txn.transactionalId);
-    await this.endByHandle(txn);
+    await this.endByHandle(txn, checkpoint.checkpointId);
     // The broker has committed; the process may still die before the sink forgets the transaction.
     reachFault("mid-commit");
     this.pool?.release(txn.transactionalId);
   }
 
-  protected override async recoverAndCommit(txn: KafkaSinkTransaction): Promise<void> {
+  protected override async recoverAndCommit(txn: KafkaSinkTransaction, checkpoint: CommitContext): Promise<void> {
     if (txn.kind === "window") return;
-    await this.endByHandle(txn);
+    await this.endByHandle(txn, checkpoint.checkpointId);
   }
 
   /**
@@ -517,14 +505,17 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
    * repeated commit of a completed transaction with success), retry while the coordinator is
    * busy or moving, and data loss when the epoch was bumped or the transaction aborted.
    */
-  private async endByHandle(txn: Extract<KafkaSinkTransaction, { kind: "kafka" }>): Promise<void> {
+  private async endByHandle(
+    txn: Extract<KafkaSinkTransaction, { kind: "kafka" }>,
+    checkpointId: number,
+  ): Promise<void> {
     try {
       await endTransaction(this.kafkaCluster, txn, true);
     } catch (error) {
       const type = errorType(error);
       if (type !== undefined && FENCED.has(type)) {
         throw new TransactionLostError(
-          txn.checkpointId,
+          checkpointId,
           `Kafka transaction ${txn.transactionalId} (producer ${txn.producerId}, epoch ${txn.epoch}) was fenced before it was committed: ` +
             "the broker aborted it (transaction.timeout.ms passed) or another producer used the id",
           { cause: error },
@@ -532,14 +523,14 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
       }
       if (type === "INVALID_TXN_STATE") {
         throw new TransactionLostError(
-          txn.checkpointId,
+          checkpointId,
           `Kafka transaction ${txn.transactionalId} (producer ${txn.producerId}, epoch ${txn.epoch}) was aborted, not committed`,
           { cause: error },
         );
       }
       if (type === "INVALID_PRODUCER_ID_MAPPING") {
         throw new TransactionLostError(
-          txn.checkpointId,
+          checkpointId,
           `the broker no longer knows producer ${txn.producerId} for ${txn.transactionalId} (transactional.id.expiration.ms passed, ` +
             "or the id was re-initialised): whether the transaction was committed cannot be decided",
           { cause: error },
@@ -647,12 +638,6 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   protected override isTransient(error: unknown): boolean {
     return isRetriableKafkaError(error);
   }
-}
-
-function positive(setting: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
-  return value;
 }
 
 /** A Kafka sink factory for `sinkTo`: one sink per subtask. */

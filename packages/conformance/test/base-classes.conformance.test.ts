@@ -1,5 +1,6 @@
 import { describe, it } from "vitest";
 import { conformanceSuite } from "../src/index.ts";
+import { definition as ledger } from "./fixtures/ledger-sink.ts";
 import { definition as idempotent } from "./fixtures/toy-idempotent-sink.ts";
 import { toyDefinition } from "./fixtures/toy-sink.ts";
 import { definition as writeAhead } from "./fixtures/toy-write-ahead-sink.ts";
@@ -8,3 +9,5 @@ import { definition as writeAhead } from "./fixtures/toy-write-ahead-sink.ts";
 conformanceSuite({ describe, it }, toyDefinition());
 conformanceSuite({ describe, it }, writeAhead);
 conformanceSuite({ describe, it }, idempotent);
+// The README's example sink: what the README teaches passes the suite.
+conformanceSuite({ describe, it }, ledger);

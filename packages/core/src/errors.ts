@@ -23,6 +23,13 @@ export class ConfigurationError extends ExactlyError {
   }
 }
 
+/** Returns `value` if it is a positive integer; otherwise refuses it, naming the setting. */
+export function requirePositiveInteger(setting: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
+  return value;
+}
+
 /** A record could not be written; names where the record came from. */
 export class RecordWriteError extends ExactlyError {
   readonly position: RecordPosition | undefined;

@@ -19,6 +19,7 @@ export {
   JobFailedError,
   RecordProcessingError,
   RecordWriteError,
+  requirePositiveInteger,
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
@@ -41,10 +42,11 @@ export {
   WindowedStream,
 } from "./runtime/stream-job.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
+export { type LingeringContext, ownsSubtaskIndex } from "./sinks/restored-work.ts";
 export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
-export type { Sink, SinkContext, SinkFactory } from "./sinks/sink.ts";
+export { type Sink, type SinkContext, type SinkFactory, writeEachRecord } from "./sinks/sink.ts";
 export {
-  type LingeringContext,
+  type CommitContext,
   type TransactionContext,
   TwoPhaseCommitSink,
   type TwoPhaseCommitSinkOptions,

@@ -1,7 +1,15 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type TransactionContext, TwoPhaseCommitSink } from "../src/index.ts";
+import {
+  type Batch,
+  FileSystemCheckpointStorage,
+  type Logger,
+  type SinkContext,
+  type TransactionContext,
+  TwoPhaseCommitSink,
+  writeEachRecord,
+} from "../src/index.ts";
 
 export async function tempDir(prefix = "exactly-test-"): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
@@ -36,7 +44,12 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
     return { id };
   }
 
-  protected write(txn: MemoryTxn, record: T): void {
+  /** Per record, as a simple sink does: tests override `writeRecord` to fail on one record. */
+  protected write(txn: MemoryTxn, batch: Batch<T>): void | Promise<void> {
+    return writeEachRecord(batch, (record) => this.writeRecord(txn, record));
+  }
+
+  protected writeRecord(txn: MemoryTxn, record: T): void | Promise<void> {
     const rows = this.store.open.get(txn.id);
     if (!rows) throw new Error(`transaction ${txn.id} is not open`);
     rows.push(record);
@@ -65,9 +78,6 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
     this.store.log.push(`abort ${txn.id}`);
   }
 }
-
-import { FileSystemCheckpointStorage, type Logger, type SinkContext } from "../src/index.ts";
-import type { Batch } from "../src/records.ts";
 
 /** A logger that keeps what it was told, for assertions. */
 export function recordingLogger(): Logger & { warnings: string[] } {

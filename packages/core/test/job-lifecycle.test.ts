@@ -18,12 +18,12 @@ class FailingOnceSink extends MemorySink<number> {
   static written = 0;
   static failed = false;
   static after = 0;
-  protected override write(txn: MemoryTxn, record: number): void {
+  protected override writeRecord(txn: MemoryTxn, record: number): void {
     if (!FailingOnceSink.failed && ++FailingOnceSink.written > FailingOnceSink.after) {
       FailingOnceSink.failed = true;
       throw new Error("injected failure");
     }
-    super.write(txn, record);
+    super.writeRecord(txn, record);
   }
 }
 
@@ -77,9 +77,9 @@ describe("job lifecycle", () => {
   it("fails on a record that cannot be written, naming its source position, and commits nothing of that checkpoint", async () => {
     const store = new MemoryStore();
     class RejectingSink extends MemorySink<number> {
-      protected override write(txn: MemoryTxn, record: number): void {
+      protected override writeRecord(txn: MemoryTxn, record: number): void {
         if (record === 42) throw new Error("value 42 violates a constraint");
-        super.write(txn, record);
+        super.writeRecord(txn, record);
       }
     }
     const job = new StreamJob({

@@ -121,8 +121,8 @@ describe("TwoPhaseCommitSink", () => {
     let release: () => void = () => {};
     class SlowWriteSink extends MemorySink<number> {
       slow = false;
-      protected override write(txn: MemoryTxn, record: number): void | Promise<void> {
-        super.write(txn, record);
+      protected override writeRecord(txn: MemoryTxn, record: number): void | Promise<void> {
+        super.writeRecord(txn, record);
         if (this.slow) return new Promise<void>((r) => (release = r));
       }
     }

@@ -1,6 +1,6 @@
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint-storage.ts";
-import { ConfigurationError, RecordProcessingError } from "../errors.ts";
+import { ConfigurationError, RecordProcessingError, requirePositiveInteger } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
 import { type KeyedProcessFunction, KeyedProcessOperator } from "../operators/keyed-process.ts";
 import type { KeyedOperator } from "../operators/operator.ts";
@@ -56,12 +56,6 @@ interface StageOptions {
   readonly parallelism?: number;
 }
 
-function positiveInteger(setting: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1)
-    throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
-  return value;
-}
-
 /**
  * A streaming job: sources, stateless steps, keyed stages and sinks, run with
  * checkpoints and restarted from the latest one after a failure.
@@ -82,10 +76,10 @@ export class StreamJob {
 
   constructor(options: StreamJobOptions) {
     this.options = options;
-    positiveInteger("parallelism", options.parallelism ?? 1);
-    positiveInteger("maxParallelism", options.maxParallelism ?? 128);
-    positiveInteger("checkpoint.intervalMs", options.checkpoint.intervalMs ?? 1000);
-    positiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
+    requirePositiveInteger("parallelism", options.parallelism ?? 1);
+    requirePositiveInteger("maxParallelism", options.maxParallelism ?? 128);
+    requirePositiveInteger("checkpoint.intervalMs", options.checkpoint.intervalMs ?? 1000);
+    requirePositiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
     if ((options.checkpoint.minPauseMs ?? 0) < 0)
       throw new ConfigurationError("checkpoint.minPauseMs", "must not be negative");
   }
@@ -110,7 +104,7 @@ export class StreamJob {
         `"${stage.id}" is used twice in job ${this.options.name}; each must be unique`,
       );
     }
-    positiveInteger(`parallelism of ${stage.id}`, stage.parallelism);
+    requirePositiveInteger(`parallelism of ${stage.id}`, stage.parallelism);
     if (stage.parallelism > this.maxParallelism) {
       throw new ConfigurationError(
         "maxParallelism",
@@ -172,8 +166,8 @@ export class StreamJob {
           timeoutMs: cp.timeoutMs ?? 60_000,
           minPauseMs: cp.minPauseMs ?? 0,
         },
-        batchSize: positiveInteger("batchSize", this.options.batchSize ?? 1024),
-        channelCapacity: positiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
+        batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
+        channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
         restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
         storage,
         logger,

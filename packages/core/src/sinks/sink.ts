@@ -1,7 +1,8 @@
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import { RecordWriteError } from "../errors.ts";
 import type { DeliveryGuarantee, SinkCapabilities } from "../guarantee.ts";
 import type { Logger } from "../logger.ts";
-import type { Batch } from "../records.ts";
+import type { Batch, RecordPosition } from "../records.ts";
 
 /** What a sink subtask knows about where it runs and what it restores. */
 export interface SinkContext {
@@ -60,3 +61,44 @@ export interface Sink<IN> {
 
 /** Creates one sink instance for each subtask of each run. */
 export type SinkFactory<IN> = () => Sink<IN>;
+
+/**
+ * Calls `write` for each record of a batch, for sinks whose client takes one record at a
+ * time. A failure becomes a {@link RecordWriteError} naming the record's source position.
+ * Synchronous writes stay synchronous: no promise a record on the hot path.
+ */
+export function writeEachRecord<IN>(
+  batch: Batch<IN>,
+  write: (record: IN, position: RecordPosition) => void | Promise<void>,
+): void | Promise<void> {
+  const { values, positions } = batch;
+  for (let i = 0; i < values.length; i++) {
+    const position = positions[i] as RecordPosition;
+    let result: void | Promise<void>;
+    try {
+      result = write(values[i] as IN, position);
+    } catch (error) {
+      throw error instanceof RecordWriteError ? error : new RecordWriteError(position, error);
+    }
+    if (result) return finishAsync(result, batch, i, write);
+  }
+}
+
+/** The rest of {@link writeEachRecord} once one write turned out asynchronous. */
+async function finishAsync<IN>(
+  pending: Promise<void>,
+  batch: Batch<IN>,
+  from: number,
+  write: (record: IN, position: RecordPosition) => void | Promise<void>,
+): Promise<void> {
+  const { values, positions } = batch;
+  for (let i = from; i < values.length; i++) {
+    const position = positions[i] as RecordPosition;
+    try {
+      if (i === from) await pending;
+      else await write(values[i] as IN, position);
+    } catch (error) {
+      throw error instanceof RecordWriteError ? error : new RecordWriteError(position, error);
+    }
+  }
+}

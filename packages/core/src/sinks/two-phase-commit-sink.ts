@@ -1,7 +1,8 @@
-import { CommitFailedError, RecordWriteError, TransactionLostError } from "../errors.ts";
+import { CommitFailedError, TransactionLostError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
-import type { Batch, RecordPosition } from "../records.ts";
+import type { Batch } from "../records.ts";
+import { type LingeringContext, lingeringContext } from "./restored-work.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
 import type { Sink, SinkContext } from "./sink.ts";
 
@@ -24,21 +25,13 @@ export interface TransactionContext {
   readonly checkpointId: number;
 }
 
-/** What `abortLingering` needs to tell lingering work from work the restored state owns. */
-export interface LingeringContext<TXN> {
-  readonly sinkId: string;
-  readonly subtask: number;
-  readonly parallelism: number;
-  readonly previousParallelism: number | undefined;
-  /** 0 on a fresh start. Work named with a higher checkpoint id was begun after it. */
-  readonly restoredCheckpointId: number;
-  /** Every transaction any restored subtask state references (pending or open): never touch these. */
-  readonly referenced: readonly TXN[];
-  /**
-   * Whether this subtask cleans up subtask index `index`: its own, and subtask 0 also
-   * takes every index at or above the current parallelism (left by a larger old run).
-   */
-  ownsSubtaskIndex(index: number): boolean;
+/**
+ * Which checkpoint a pre-commit or commit belongs to. The base knows it; a subclass never
+ * has to stash it or write it into its transaction object.
+ */
+export interface CommitContext {
+  /** The checkpoint whose barrier pre-commits, or whose completion commits, the transaction. */
+  readonly checkpointId: number;
 }
 
 interface OpenTransaction<TXN> {
@@ -67,11 +60,16 @@ export interface TwoPhaseCommitState {
 
 /**
  * A sink that writes each checkpoint's records in one external transaction: pre-committed
- * at the barrier, committed only once the checkpoint is durable (DESIGN §2 steps 3–5).
+ * at the barrier, committed only once the checkpoint is durable (docs/design.md §2, steps
+ * 3–5). The guarantee is EXACTLY_ONCE; a sink that only flushes at the barrier is not a
+ * two-phase-commit sink and implements {@link Sink} directly.
  *
  * The lifecycle lives here; a subclass only talks to its external system:
- * `beginTransaction`, `write`, `preCommit`, `commit`, `abort`, and for recovery
- * `recoverAndCommit`, `recoverAndAbort`, `abortLingering`. Commit and abort must be
+ * `beginTransaction`, `write` (a whole batch: bulk paths are the normal case; a sink whose
+ * client takes one record at a time calls {@link writeEachRecord}), `preCommit`, `commit`,
+ * `abort`, and for recovery `recoverAndCommit`, `recoverAndAbort`, `abortLingering`.
+ * `initialize` runs first in `open`, with what the restored state references, for a sink
+ * that must connect or size its resources before recovery. Commit and abort must be
  * idempotent (I5): recovery may repeat a commit that already happened.
  */
 export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
@@ -93,16 +91,30 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   // ---- what a subclass implements -------------------------------------------------
 
   protected abstract beginTransaction(context: TransactionContext): Promise<TXN> | TXN;
-  /** Writes one record into `txn`. Return a promise only if the write is truly async. */
-  protected abstract write(txn: TXN, record: IN, position: RecordPosition): void | Promise<void>;
+  /**
+   * Writes a batch into `txn`. Throw {@link RecordWriteError} to name a bad record
+   * ({@link writeEachRecord} does it for per-record writes). Return a promise only if the
+   * write is truly async.
+   */
+  protected abstract write(txn: TXN, batch: Batch<IN>): void | Promise<void>;
   /** Makes `txn` durable and ready to commit; no writes follow. */
-  protected abstract preCommit(txn: TXN): Promise<void>;
-  protected abstract commit(txn: TXN): Promise<void>;
+  protected abstract preCommit(txn: TXN, checkpoint: CommitContext): Promise<void>;
+  /** Makes `txn` visible. Idempotent (I5). */
+  protected abstract commit(txn: TXN, checkpoint: CommitContext): Promise<void>;
   protected abstract abort(txn: TXN): Promise<void>;
 
+  /**
+   * Runs first in `open`, before any recovery call, with what the restored states of every
+   * old subtask reference (empty on a fresh start). Connect, check settings against the
+   * server, or set up naming here.
+   */
+  protected initialize(_restored: LingeringContext<TXN>): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Commits a transaction a previous process pre-committed. Must succeed if it was already committed. */
-  protected recoverAndCommit(txn: TXN): Promise<void> {
-    return this.commit(txn);
+  protected recoverAndCommit(txn: TXN, checkpoint: CommitContext): Promise<void> {
+    return this.commit(txn, checkpoint);
   }
 
   /** Aborts the transaction that was open when the restored checkpoint was taken. */
@@ -110,22 +122,13 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     return this.abort(txn);
   }
 
-  /** Aborts work of this sink that no restored state references (I4). */
-  protected abortLingering(_context: LingeringContext<TXN>): Promise<void> {
+  /**
+   * Aborts work of this sink that no restored state references (I4): only work under a
+   * subtask index that `restored.ownsSubtaskIndex` gives this subtask, and never anything
+   * in `restored.referenced`.
+   */
+  protected abortLingering(_restored: LingeringContext<TXN>): Promise<void> {
     return Promise.resolve();
-  }
-
-  /** Writes a batch. Override for a bulk path; throw {@link RecordWriteError} to name a record. */
-  protected async writeRecords(txn: TXN, records: readonly IN[], positions: readonly RecordPosition[]): Promise<void> {
-    for (let i = 0; i < records.length; i++) {
-      const position = positions[i] as RecordPosition;
-      try {
-        const result = this.write(txn, records[i] as IN, position);
-        if (result) await result;
-      } catch (error) {
-        throw error instanceof RecordWriteError ? error : new RecordWriteError(position, error);
-      }
-    }
   }
 
   protected encodeTransaction(txn: TXN): unknown {
@@ -147,14 +150,16 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
 
   // ---- the checkpoint hooks -----------------------------------------------------------
 
+  /** Recovery (docs/design.md §2): recommit restored pending work, abort the rest, begin. */
   async open(context: SinkContext): Promise<void> {
     this.ctx = context;
     this.lastCheckpointId = context.restoredCheckpointId ?? 0;
+    const restored = lingeringContext(context, this.referencedBy(context.allRestoredStates as TwoPhaseCommitState[]));
+    await this.initialize(restored);
     const states = context.restoredStates as TwoPhaseCommitState[];
-    const restored = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
-    for (const entry of restored) {
-      const pending = { ...entry, txn: this.decodeTransaction(entry.txn) };
-      await this.commitPending(pending, true);
+    const pending = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
+    for (const entry of pending) {
+      await this.commitPending({ ...entry, txn: this.decodeTransaction(entry.txn) }, true);
       reachFault("during-recovery-commit");
     }
     for (const state of states) {
@@ -167,22 +172,17 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
         );
       }
     }
-    const all = context.allRestoredStates as TwoPhaseCommitState[];
-    const referenced = all.flatMap((s) => [
+    reachFault("during-lingering-abort");
+    await this.abortLingering(restored);
+    this.current = await this.startTransaction();
+  }
+
+  /** Every transaction the given states reference, pending or open. */
+  private referencedBy(states: readonly TwoPhaseCommitState[]): TXN[] {
+    return states.flatMap((s) => [
       ...s.pending.map((p) => this.decodeTransaction(p.txn)),
       ...(s.current ? [this.decodeTransaction(s.current.txn)] : []),
     ]);
-    reachFault("during-lingering-abort");
-    await this.abortLingering({
-      sinkId: context.sinkId,
-      subtask: context.subtask,
-      parallelism: context.parallelism,
-      previousParallelism: context.previousParallelism,
-      restoredCheckpointId: context.restoredCheckpointId ?? 0,
-      referenced,
-      ownsSubtaskIndex: (index) => index === context.subtask || (context.subtask === 0 && index >= context.parallelism),
-    });
-    this.current = await this.startTransaction();
   }
 
   private async startTransaction(): Promise<OpenTransaction<TXN>> {
@@ -200,17 +200,19 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     const current = this.current;
     if (!current) throw new Error("sink is not open");
     current.records += batch.values.length;
-    await this.writeRecords(current.txn, batch.values, batch.positions);
+    const result = this.write(current.txn, batch);
+    if (result) await result;
     reachFault("mid-write");
   }
 
+  /** Step 3: pre-commit the open transaction, file it as pending under n, begin the next. */
   async snapshotState(checkpointId: number): Promise<TwoPhaseCommitState> {
     const current = this.current;
     if (!current) throw new Error("sink is not open");
     this.lastCheckpointId = checkpointId;
     // An empty transaction is neither pre-committed nor committed: it stays open for the next checkpoint.
     if (current.records > 0) {
-      await this.preCommit(current.txn);
+      await this.preCommit(current.txn, { checkpointId });
       reachFault("after-pre-commit");
       this.pending.set(checkpointId, { checkpointId, ...current });
       this.current = await this.startTransaction();
@@ -228,14 +230,16 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     };
   }
 
+  /** Step 5: commit every pending transaction up to n, in checkpoint order. */
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
     // Commits run one after another, in checkpoint order, but never wait for writes.
     this.commits = this.commits.then(() => this.commitUpTo(checkpointId));
     return this.commits;
   }
 
+  /** Step 6: a declined checkpoint's pre-committed transaction stays pending. */
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {
-    // The pre-committed transaction stays pending; the next completed checkpoint commits it.
+    // The next completed checkpoint commits it.
   }
 
   async close(): Promise<void> {
@@ -270,9 +274,10 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
         transactionTimeoutMs: timeout,
       });
     }
+    const checkpoint: CommitContext = { checkpointId: pending.checkpointId };
     try {
       await withRetry(
-        () => (recovering ? this.recoverAndCommit(pending.txn) : this.commit(pending.txn)),
+        () => (recovering ? this.recoverAndCommit(pending.txn, checkpoint) : this.commit(pending.txn, checkpoint)),
         (e) => this.isTransient(e),
         this.options.commitRetry,
       );

@@ -3,6 +3,7 @@ import { CommitFailedError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
+import { lingeringContext } from "./restored-work.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
 import type { Sink, SinkContext } from "./sink.ts";
 
@@ -102,20 +103,20 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
     this.logs = context.storage.logStore(context.sinkId);
     await this.committer.open?.();
     const states = context.restoredStates as WriteAheadState[];
-    const restored = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
-    for (const log of restored) {
+    const pending = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
+    for (const log of pending) {
       await this.replay(log);
       reachFault("during-recovery-commit");
     }
     reachFault("during-lingering-abort");
-    // Logs no restored state references were begun after the checkpoint: drop them.
-    const referenced = new Set(
+    // Logs no restored state references were begun after the checkpoint: drop them (I4).
+    const restored = lingeringContext(
+      context,
       (context.allRestoredStates as WriteAheadState[]).flatMap((s) => s.pending.map((p) => p.log)),
     );
+    const referenced = new Set(restored.referenced);
     for (const name of await this.logs.list()) {
-      const index = Number(name.split("-")[0]);
-      const owned = index === context.subtask || (context.subtask === 0 && index >= context.parallelism);
-      if (owned && !referenced.has(name)) await this.logs.delete(name);
+      if (restored.ownsSubtaskIndex(Number(name.split("-")[0])) && !referenced.has(name)) await this.logs.delete(name);
     }
     this.currentLog = this.logName(context.subtask, (context.restoredCheckpointId ?? 0) + 1);
     this.currentRecords = 0;

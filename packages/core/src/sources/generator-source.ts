@@ -1,4 +1,4 @@
-import { ConfigurationError } from "../errors.ts";
+import { ConfigurationError, requirePositiveInteger } from "../errors.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import { sleep } from "../sinks/retry.ts";
 import { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./source.ts";
@@ -26,7 +26,7 @@ export class GeneratorSource<T> implements Source<T> {
     this.name = options.name ?? "generator";
     this.bounded = options.count !== undefined;
     const splits = options.splits ?? 4;
-    if (!Number.isInteger(splits) || splits < 1) throw new ConfigurationError("splits", "must be a positive integer");
+    requirePositiveInteger("splits", splits);
     if (options.count !== undefined && (!Number.isInteger(options.count) || options.count < 0)) {
       throw new ConfigurationError("count", "must be a non-negative integer");
     }
