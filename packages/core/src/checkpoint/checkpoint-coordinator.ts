@@ -2,6 +2,24 @@ import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
 import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.ts";
 
+/**
+ * The checkpoint lifecycle, step by step (docs/design.md §2). Each step names where it
+ * happens and the fault point (`EXACTLY_FAULT=<point>@<n>`) the crash tests kill it at.
+ *
+ * | step                                   | file : function                                             | fault point                |
+ * | -------------------------------------- | ----------------------------------------------------------- | -------------------------- |
+ * | 0 reserve id n durably                 | checkpoint-coordinator.ts : triggerCheckpoint               | —                          |
+ * | 1 barrier n at every source            | runtime/execution.ts : triggerBarriers → tasks.ts : SourceTask.emitBarrier | —           |
+ * | 2 align barriers, snapshot operators   | runtime/tasks.ts : InputTask.onBarrier, OperatorTask.onCheckpoint | —                    |
+ * | 3 sink pre-commits, begins the next    | runtime/tasks.ts : SinkTask.onCheckpoint → sinks/*-sink.ts : snapshotState | after-pre-commit, after-begin |
+ * | 3 task state persisted, acknowledged   | runtime/tasks.ts : persistAndAck → checkpoint-coordinator.ts : acknowledge | —           |
+ * | 4 metadata durable: n is complete      | checkpoint-coordinator.ts : completeCheckpoint              | after-checkpoint-durable   |
+ * | 5 sinks commit every pending id ≤ n    | runtime/execution.ts : notifyComplete → sinks/*-sink.ts : notifyCheckpointComplete | mid-commit |
+ * | 6 declined n: pending stays pending    | checkpoint-coordinator.ts : declineCheckpoint → sinks/*-sink.ts : notifyCheckpointAborted | — |
+ * | R recovery: recommit, abort, lingering | runtime/execution.ts : openAll → sinks/*-sink.ts : open     | during-recovery-commit, during-lingering-abort |
+ *
+ * Records written between barriers reach the sink through `writeBatch` (fault point `mid-write`).
+ */
 export interface CheckpointConfig {
   /** Time between the start of two checkpoints. */
   readonly intervalMs: number;
@@ -37,7 +55,7 @@ interface InFlight {
 /**
  * Triggers checkpoints (at most one in flight, with interval, minimum pause and timeout),
  * collects acknowledgements, makes the checkpoint durable, and only then notifies
- * completion — the single place where "complete" is decided (DESIGN §2 steps 4–6).
+ * completion — the single place where "complete" is decided (docs/design.md §2, steps 4–6).
  */
 export class CheckpointCoordinator {
   private readonly config: CheckpointConfig;
@@ -115,13 +133,13 @@ export class CheckpointCoordinator {
     clearTimeout(this.timer);
     this.timer = setTimeout(
       () => {
-        this.trigger().catch((error) => this.fail(error));
+        this.triggerCheckpoint().catch((error) => this.fail(error));
       },
       Math.max(0, delayMs),
     );
   }
 
-  private async trigger(): Promise<void> {
+  private async triggerCheckpoint(): Promise<void> {
     if (this.stopped || this.inFlight || this.triggering) return;
     const id = ++this.lastId;
     const final = this.finishing;
@@ -136,7 +154,9 @@ export class CheckpointCoordinator {
     if (this.stopped) return;
     const inFlight: InFlight = { id, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
     inFlight.timer = setTimeout(() => {
-      this.decline(inFlight, `not acknowledged within ${this.config.timeoutMs} ms`).catch((e) => this.fail(e));
+      this.declineCheckpoint(inFlight, `not acknowledged within ${this.config.timeoutMs} ms`).catch((e) =>
+        this.fail(e),
+      );
     }, this.config.timeoutMs);
     this.inFlight = inFlight;
     this.targets.triggerBarriers(id);
@@ -149,10 +169,10 @@ export class CheckpointCoordinator {
     inFlight.handles.set(taskKey, handle);
     if (inFlight.handles.size < this.expectedTasks.size) return;
     clearTimeout(inFlight.timer);
-    this.complete(inFlight).catch((error) => this.fail(error));
+    this.completeCheckpoint(inFlight).catch((error) => this.fail(error));
   }
 
-  private async complete(inFlight: InFlight): Promise<void> {
+  private async completeCheckpoint(inFlight: InFlight): Promise<void> {
     const metadata: CheckpointMetadata = {
       ...this.metadataBase,
       checkpointId: inFlight.id,
@@ -168,19 +188,7 @@ export class CheckpointCoordinator {
     // A stopped (failed) attempt tells no sink to commit: recovery commits this checkpoint.
     if (this.stopped) return;
     this.listener.onComplete?.(inFlight.id, { durationMs: Date.now() - inFlight.startedAt, final: inFlight.final });
-    const completedAt = Date.now();
-    const notification = this.targets.notifyComplete(inFlight.id);
-    this.notifications.add(notification);
-    notification.then(
-      () => {
-        this.notifications.delete(notification);
-        this.listener.onCommitted?.(inFlight.id, { durationMs: Date.now() - completedAt });
-      },
-      (error) => {
-        this.notifications.delete(notification);
-        this.fail(error);
-      },
-    );
+    const notification = this.notifyComplete(inFlight.id);
     if (inFlight.final) {
       await notification;
       this.stop();
@@ -190,7 +198,25 @@ export class CheckpointCoordinator {
     this.scheduleNext();
   }
 
-  private async decline(inFlight: InFlight, reason: string): Promise<void> {
+  /** Step 5: tells every task n is complete; reports when all sinks have committed it. */
+  private notifyComplete(checkpointId: number): Promise<void> {
+    const completedAt = Date.now();
+    const notification = this.targets.notifyComplete(checkpointId);
+    this.notifications.add(notification);
+    notification.then(
+      () => {
+        this.notifications.delete(notification);
+        this.listener.onCommitted?.(checkpointId, { durationMs: Date.now() - completedAt });
+      },
+      (error) => {
+        this.notifications.delete(notification);
+        this.fail(error);
+      },
+    );
+    return notification;
+  }
+
+  private async declineCheckpoint(inFlight: InFlight, reason: string): Promise<void> {
     if (this.inFlight !== inFlight) return;
     this.inFlight = undefined;
     this.logger.warn(`checkpoint ${inFlight.id} declined: ${reason}`);
@@ -211,7 +237,7 @@ export class CheckpointCoordinator {
 
   /** For tests: decline the checkpoint in flight now, as a timeout would. */
   declineInFlight(reason: string): Promise<void> {
-    return this.inFlight ? this.decline(this.inFlight, reason) : Promise.resolve();
+    return this.inFlight ? this.declineCheckpoint(this.inFlight, reason) : Promise.resolve();
   }
 
   get inFlightCheckpointId(): number | undefined {

@@ -2,6 +2,7 @@ import {
   type CheckpointConfig,
   CheckpointCoordinator,
   type CheckpointListener,
+  type CoordinatorTargets,
 } from "../checkpoint/checkpoint-coordinator.ts";
 import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
 import { CancelledError } from "../errors.ts";
@@ -14,9 +15,11 @@ import { Channel, InputGate } from "./channel.ts";
 import type { Edge, JobGraph, StageNode } from "./job-graph.ts";
 import { keyGroupRange } from "./key-groups.ts";
 import { TaskOutput } from "./output.ts";
-import { OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
+import { type CheckpointAcknowledger, OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
 
 type Element = StreamElement<unknown>;
+/** Every edge's channels: [downstream subtask][upstream subtask]. */
+type ChannelGrid = Map<Edge, Channel<Element>[][]>;
 
 export interface ExecutionListener extends CheckpointListener {
   /** Every sink has recovered (restored work committed, lingering work aborted); records flow. */
@@ -57,7 +60,7 @@ function restoredStatesOf(restored: RestoredCheckpoint | undefined, stage: Stage
  * task and rejects `run()`; the runner then starts a new execution from the latest
  * complete checkpoint.
  */
-export class JobExecution {
+export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger {
   private readonly graph: JobGraph;
   private readonly options: ExecutionOptions;
   private readonly restored: RestoredCheckpoint | undefined;
@@ -66,6 +69,7 @@ export class JobExecution {
   private readonly sinks: SinkTask[] = [];
   private readonly channels: Channel<Element>[] = [];
   private readonly gates: InputGate<Element>[] = [];
+  private readonly expectedTasks = new Set<string>();
   private coordinator: CheckpointCoordinator | undefined;
   private failure: unknown;
   private rejectFailure: ((error: unknown) => void) | undefined;
@@ -146,166 +150,215 @@ export class JobExecution {
     }
   }
 
+  // ---- building the execution: channels, tasks, coordinator --------------------------------
+
   private async build(): Promise<void> {
-    const { graph, options, restored } = this;
-    const inputChannels = new Map<Edge, Channel<Element>[][]>(); // edge → [to subtask][from subtask]
-    for (const stage of graph.stages) {
+    const channels = this.createChannels();
+    for (const stage of this.graph.stages) this.createTasks(stage, channels);
+    this.coordinator = await this.createCoordinator();
+  }
+
+  /** One bounded channel per (edge, upstream subtask, downstream subtask). */
+  private createChannels(): ChannelGrid {
+    const grid: ChannelGrid = new Map();
+    for (const stage of this.graph.stages) {
       for (const edge of stage.inputs) {
-        const grid: Channel<Element>[][] = [];
+        const rows: Channel<Element>[][] = [];
         for (let to = 0; to < edge.to.parallelism; to++) {
           const row: Channel<Element>[] = [];
           for (let from = 0; from < edge.from.parallelism; from++) {
-            const channel = new Channel<Element>(options.channelCapacity);
+            const channel = new Channel<Element>(this.options.channelCapacity);
             this.channels.push(channel);
             row.push(channel);
           }
-          grid.push(row);
+          rows.push(row);
         }
-        inputChannels.set(edge, grid);
+        grid.set(edge, rows);
       }
     }
-    const outputOf = (stage: StageNode, subtask: number) =>
-      new TaskOutput(
-        stage.outputs.map((edge) => ({
-          edge,
-          channels: (inputChannels.get(edge) as Channel<Element>[][]).map((row) => row[subtask] as Channel<Element>),
-        })),
-        subtask,
-        graph.maxParallelism,
-      );
-    const gateOf = (stage: StageNode, subtask: number) => {
-      const gate = new InputGate<Element>(
-        stage.inputs.flatMap(
-          (edge) => (inputChannels.get(edge) as Channel<Element>[][])[subtask] as Channel<Element>[],
-        ),
-      );
-      this.gates.push(gate);
-      return gate;
-    };
+    return grid;
+  }
 
-    const expected = new Set<string>();
-    const acks = {
-      acknowledge: (id: number, key: string, handle: string) => this.coordinator?.acknowledge(id, key, handle),
-    };
-    const sourceCount = graph.stages.filter((s) => s.kind === "source").reduce((n, s) => n + s.parallelism, 0);
+  private outputOf(channels: ChannelGrid, stage: StageNode, subtask: number): TaskOutput {
+    return new TaskOutput(
+      stage.outputs.map((edge) => ({
+        edge,
+        channels: (channels.get(edge) as Channel<Element>[][]).map((row) => row[subtask] as Channel<Element>),
+      })),
+      subtask,
+      this.graph.maxParallelism,
+    );
+  }
 
-    for (const stage of graph.stages) {
-      const old = restoredStatesOf(restored, stage);
-      for (let subtask = 0; subtask < stage.parallelism; subtask++) {
-        const key = taskKey(stage, subtask);
-        expected.add(key);
-        if (stage.kind === "source" && stage.source) {
-          let positions: Map<string, unknown> | undefined;
-          if (restored && old.length > 0) {
-            positions = new Map();
-            for (const state of old)
-              for (const [split, pos] of Object.entries((state ?? {}) as object)) positions.set(split, pos);
-          }
-          const reader = stage.source.createReader({
-            subtask,
-            parallelism: stage.parallelism,
-            restoredPositions: positions,
-          });
-          this.sources.push(
-            new SourceTask({
-              key,
-              storage: options.storage,
-              acks,
-              reader,
-              output: outputOf(stage, subtask),
-              batchSize: options.batchSize,
-              watermarks: stage.watermarks,
-              onFinishing: () => {
-                this.finishingSources++;
-                if (this.finishingSources === sourceCount) this.finishAfterFinalCheckpoint();
-              },
-            }),
-          );
-        } else if (stage.kind === "operator" && stage.operator) {
-          const operator = stage.operator();
-          operator.open({
-            subtask,
-            parallelism: stage.parallelism,
-            maxParallelism: graph.maxParallelism,
-            keyGroups: keyGroupRange(subtask, stage.parallelism, graph.maxParallelism),
-            restored: old.filter((s) => s !== undefined) as KeyedStateSnapshot[],
-          });
-          this.operators.push(
-            new OperatorTask({
-              key,
-              storage: options.storage,
-              acks,
-              gate: gateOf(stage, subtask),
-              operator,
-              output: outputOf(stage, subtask),
-              collector: new Collector(false),
-            }),
-          );
-        } else if (stage.kind === "sink" && stage.sink) {
-          // Old subtask j's state goes to new subtask j mod parallelism.
-          const mine = old.filter((s, j) => s !== undefined && j % stage.parallelism === subtask);
-          const context: SinkContext = {
-            sinkId: stage.id,
-            subtask,
-            parallelism: stage.parallelism,
-            previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
-            restoredCheckpointId: restored?.metadata.checkpointId,
-            restoredStates: mine,
-            allRestoredStates: old.filter((s) => s !== undefined),
-            storage: options.storage,
-            logger: options.logger,
-            checkpointTiming: {
-              intervalMs: options.checkpoint.intervalMs,
-              timeoutMs: options.checkpoint.timeoutMs,
-              restartDelayMs: options.restartDelayMs,
-            },
-          };
-          this.sinks.push(
-            new SinkTask({
-              key,
-              storage: options.storage,
-              acks,
-              gate: gateOf(stage, subtask),
-              sink: stage.sink(),
-              context,
-            }),
-          );
-        }
+  private gateOf(channels: ChannelGrid, stage: StageNode, subtask: number): InputGate<Element> {
+    const gate = new InputGate<Element>(
+      stage.inputs.flatMap((edge) => (channels.get(edge) as Channel<Element>[][])[subtask] as Channel<Element>[]),
+    );
+    this.gates.push(gate);
+    return gate;
+  }
+
+  /** The subtasks of one stage, each given its share of the restored state. */
+  private createTasks(stage: StageNode, channels: ChannelGrid): void {
+    const old = restoredStatesOf(this.restored, stage);
+    for (let subtask = 0; subtask < stage.parallelism; subtask++) {
+      const key = taskKey(stage, subtask);
+      this.expectedTasks.add(key);
+      if (stage.kind === "source" && stage.source) {
+        this.sources.push(this.createSourceTask(stage, stage.source, subtask, key, old, channels));
+      } else if (stage.kind === "operator" && stage.operator) {
+        this.operators.push(this.createOperatorTask(stage, stage.operator, subtask, key, old, channels));
+      } else if (stage.kind === "sink" && stage.sink) {
+        this.sinks.push(this.createSinkTask(stage, stage.sink, subtask, key, old, channels));
       }
     }
+  }
 
+  private createSourceTask(
+    stage: StageNode,
+    source: NonNullable<StageNode["source"]>,
+    subtask: number,
+    key: string,
+    old: unknown[],
+    channels: ChannelGrid,
+  ): SourceTask {
+    // Splits move freely between subtasks: every old subtask's positions go to the reader,
+    // which keeps the splits it owns.
+    let positions: Map<string, unknown> | undefined;
+    if (this.restored && old.length > 0) {
+      positions = new Map();
+      for (const state of old)
+        for (const [split, position] of Object.entries((state ?? {}) as object)) positions.set(split, position);
+    }
+    const reader = source.createReader({ subtask, parallelism: stage.parallelism, restoredPositions: positions });
+    return new SourceTask({
+      key,
+      storage: this.options.storage,
+      acks: this,
+      reader,
+      output: this.outputOf(channels, stage, subtask),
+      batchSize: this.options.batchSize,
+      watermarks: stage.watermarks,
+      onFinishing: () => this.sourceFinishing(),
+    });
+  }
+
+  private createOperatorTask(
+    stage: StageNode,
+    createOperator: NonNullable<StageNode["operator"]>,
+    subtask: number,
+    key: string,
+    old: unknown[],
+    channels: ChannelGrid,
+  ): OperatorTask {
+    const operator = createOperator();
+    // Keyed state is stored by key group; each subtask takes the groups of its range.
+    operator.open({
+      subtask,
+      parallelism: stage.parallelism,
+      maxParallelism: this.graph.maxParallelism,
+      keyGroups: keyGroupRange(subtask, stage.parallelism, this.graph.maxParallelism),
+      restored: old.filter((s) => s !== undefined) as KeyedStateSnapshot[],
+    });
+    return new OperatorTask({
+      key,
+      storage: this.options.storage,
+      acks: this,
+      gate: this.gateOf(channels, stage, subtask),
+      operator,
+      output: this.outputOf(channels, stage, subtask),
+      collector: new Collector(false),
+    });
+  }
+
+  private createSinkTask(
+    stage: StageNode,
+    createSink: NonNullable<StageNode["sink"]>,
+    subtask: number,
+    key: string,
+    old: unknown[],
+    channels: ChannelGrid,
+  ): SinkTask {
+    const { options, restored } = this;
+    // Sink state is a list: old subtask j's state goes to new subtask j mod parallelism.
+    const context: SinkContext = {
+      sinkId: stage.id,
+      subtask,
+      parallelism: stage.parallelism,
+      previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
+      restoredCheckpointId: restored?.metadata.checkpointId,
+      restoredStates: old.filter((s, j) => s !== undefined && j % stage.parallelism === subtask),
+      allRestoredStates: old.filter((s) => s !== undefined),
+      storage: options.storage,
+      logger: options.logger,
+      checkpointTiming: {
+        intervalMs: options.checkpoint.intervalMs,
+        timeoutMs: options.checkpoint.timeoutMs,
+        restartDelayMs: options.restartDelayMs,
+      },
+    };
+    return new SinkTask({
+      key,
+      storage: options.storage,
+      acks: this,
+      gate: this.gateOf(channels, stage, subtask),
+      sink: createSink(),
+      context,
+    });
+  }
+
+  private async createCoordinator(): Promise<CheckpointCoordinator> {
+    const { graph, options, restored } = this;
+    // Ids are reserved durably, so the next id is above every id any earlier run reserved.
     const lastCheckpointId = Math.max(
       await options.storage.highestCheckpointId(),
       restored?.metadata.checkpointId ?? 0,
     );
-    this.coordinator = new CheckpointCoordinator({
+    return new CheckpointCoordinator({
       config: options.checkpoint,
       storage: options.storage,
-      expectedTasks: expected,
+      expectedTasks: this.expectedTasks,
       lastCheckpointId,
       metadata: {
         jobName: options.jobName,
         maxParallelism: graph.maxParallelism,
         stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism }])),
       },
-      targets: {
-        triggerBarriers: (id) => {
-          for (const source of this.sources) source.triggerBarrier(id);
-        },
-        notifyComplete: async (id) => {
-          await Promise.all([
-            ...this.sinks.map((t) => t.sink.notifyCheckpointComplete(id)),
-            ...this.sources.map((t) => t.reader.notifyCheckpointComplete?.(id)),
-          ]);
-        },
-        notifyAborted: async (id) => {
-          await Promise.all(this.sinks.map((t) => t.sink.notifyCheckpointAborted(id)));
-        },
-      },
+      targets: this,
       fail: (error) => this.fail(error),
       listener: options.listener,
       logger: options.logger,
     });
+  }
+
+  // ---- the coordinator's targets: the checkpoint lifecycle as it reaches the tasks -----------
+
+  /** Step 1: barrier n enters at every source subtask. */
+  triggerBarriers(checkpointId: number): void {
+    for (const source of this.sources) source.triggerBarrier(checkpointId);
+  }
+
+  /** Step 3: a task persisted its state for checkpoint n (tasks call this). */
+  acknowledge(checkpointId: number, taskKey: string, stateHandle: string): void {
+    this.coordinator?.acknowledge(checkpointId, taskKey, stateHandle);
+  }
+
+  /** Step 5: n is durable; sinks commit, sources may tell their system how far they got. */
+  async notifyComplete(checkpointId: number): Promise<void> {
+    await Promise.all([
+      ...this.sinks.map((t) => t.sink.notifyCheckpointComplete(checkpointId)),
+      ...this.sources.map((t) => t.reader.notifyCheckpointComplete?.(checkpointId)),
+    ]);
+  }
+
+  /** Step 6: n was declined. */
+  async notifyAborted(checkpointId: number): Promise<void> {
+    await Promise.all(this.sinks.map((t) => t.sink.notifyCheckpointAborted(checkpointId)));
+  }
+
+  private sourceFinishing(): void {
+    this.finishingSources++;
+    if (this.finishingSources === this.sources.length) this.finishAfterFinalCheckpoint();
   }
 
   /**
