@@ -6,6 +6,6 @@ export {
 } from "./bucket-assigner.ts";
 export { FileSink, type FileSinkOptions, type FileTransaction } from "./file-sink.ts";
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
-export { LocalRecoverableWriter, PartLostError } from "./local/local-recoverable-writer.ts";
+export { LocalRecoverableWriter, PartExistsError, PartLostError } from "./local/local-recoverable-writer.ts";
 export type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
 export type { RollingPolicy } from "./rolling-policy.ts";

@@ -61,13 +61,6 @@ export class CommitFailedError extends ExactlyError {
   }
 }
 
-/** The outcome of a commit is unknown (connection lost mid-commit); decide it from the external system. */
-export class CommitUnknownError extends ExactlyError {
-  constructor(message: string, options?: ErrorOptions) {
-    super("COMMIT_UNKNOWN", message, options);
-  }
-}
-
 /** An error the sink says may pass if retried (timeouts, lost connections). */
 export class TransientError extends ExactlyError {
   constructor(message: string, options?: ErrorOptions) {
@@ -88,6 +81,13 @@ export class JobFailedError extends ExactlyError {
 export class CheckpointStorageError extends ExactlyError {
   constructor(message: string, options?: ErrorOptions) {
     super("CHECKPOINT_STORAGE", message, options);
+  }
+}
+
+/** A sink's hook was called before `open` or after `close`: the runtime never does that. */
+export class SinkNotOpenError extends ExactlyError {
+  constructor(what = "sink") {
+    super("SINK_NOT_OPEN", `${what} is not open`);
   }
 }
 

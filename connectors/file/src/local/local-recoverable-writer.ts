@@ -14,6 +14,13 @@ export class PartLostError extends ExactlyError {
   }
 }
 
+/** Publishing would replace a file of another length: the local writer never overwrites. */
+export class PartExistsError extends ExactlyError {
+  constructor(path: string) {
+    super("PART_EXISTS", `refusing to overwrite ${path}: it exists with another length`);
+  }
+}
+
 const FLUSH_BYTES = 256 * 1024;
 const IN_PROGRESS = ".inprogress";
 
@@ -73,9 +80,7 @@ export class LocalRecoverableWriter implements RecoverableWriter {
       if (isAlreadyExists(error)) {
         const existing = await stat(target);
         if (existing.size !== length) {
-          throw new Error(
-            `refusing to overwrite ${relative(this.baseDirectory, target)}: it exists with another length`,
-          );
+          throw new PartExistsError(relative(this.baseDirectory, target));
         }
       } else if (isNotFound(error)) {
         const published = await stat(target).catch(() => undefined);

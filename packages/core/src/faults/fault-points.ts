@@ -1,3 +1,5 @@
+import { ConfigurationError } from "../errors.ts";
+
 /**
  * Named points in a sink's checkpoint lifecycle where the crash tests kill the process.
  * A run arms at most one point through the environment, `EXACTLY_FAULT=<point>@<n>`:
@@ -33,7 +35,10 @@ function parse(spec: string | undefined): ArmedFault | undefined {
   const match = /^([a-z-]+)@(\d+)$/.exec(spec);
   const point = match?.[1] as FaultPoint | undefined;
   if (!match || !point || !FAULT_POINTS.includes(point)) {
-    throw new Error(`EXACTLY_FAULT must be <point>@<n> with a point of ${FAULT_POINTS.join(", ")}; got ${spec}`);
+    throw new ConfigurationError(
+      "EXACTLY_FAULT",
+      `must be <point>@<n> with a point of ${FAULT_POINTS.join(", ")}; got ${spec}`,
+    );
   }
   return { point, at: Number(match[2]), hits: 0 };
 }

@@ -115,7 +115,10 @@ export class StreamJob {
     const node: StageNode = { ...stage, inputs: [], outputs: [] };
     if (input) {
       if (input.partitioning.kind === "forward" && input.from.parallelism !== node.parallelism) {
-        throw new Error(`forward edge ${input.from.id} → ${node.id} needs equal parallelism`);
+        throw new ConfigurationError(
+          "parallelism",
+          `forward edge ${input.from.id} → ${node.id} needs equal parallelism`,
+        );
       }
       const edge: Edge = { from: input.from, to: node, chain: input.chain, partitioning: input.partitioning };
       input.from.outputs.push(edge);

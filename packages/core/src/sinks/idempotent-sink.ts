@@ -1,3 +1,4 @@
+import { SinkNotOpenError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
@@ -42,7 +43,7 @@ export abstract class IdempotentSink<IN> implements Sink<IN> {
   protected abstract upsert(writes: readonly Upsert<IN>[]): Promise<void>;
 
   protected get context(): SinkContext {
-    if (!this.ctx) throw new Error("sink is not open");
+    if (!this.ctx) throw new SinkNotOpenError();
     return this.ctx;
   }
 

@@ -1,4 +1,4 @@
-import { CommitFailedError, TransactionLostError } from "../errors.ts";
+import { CommitFailedError, SinkNotOpenError, TransactionLostError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
@@ -144,7 +144,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   }
 
   protected get context(): SinkContext {
-    if (!this.ctx) throw new Error("sink is not open");
+    if (!this.ctx) throw new SinkNotOpenError();
     return this.ctx;
   }
 
@@ -198,7 +198,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
     const current = this.current;
-    if (!current) throw new Error("sink is not open");
+    if (!current) throw new SinkNotOpenError();
     current.records += batch.values.length;
     const result = this.write(current.txn, batch);
     if (result) await result;
@@ -208,7 +208,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   /** Step 3: pre-commit the open transaction, file it as pending under n, begin the next. */
   async snapshotState(checkpointId: number): Promise<TwoPhaseCommitState> {
     const current = this.current;
-    if (!current) throw new Error("sink is not open");
+    if (!current) throw new SinkNotOpenError();
     this.lastCheckpointId = checkpointId;
     // An empty transaction is neither pre-committed nor committed: it stays open for the next checkpoint.
     if (current.records > 0) {

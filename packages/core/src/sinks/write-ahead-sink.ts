@@ -1,5 +1,5 @@
 import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
-import { CommitFailedError } from "../errors.ts";
+import { CommitFailedError, SinkNotOpenError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
@@ -90,7 +90,7 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
   }
 
   protected get context(): SinkContext {
-    if (!this.ctx) throw new Error("sink is not open");
+    if (!this.ctx) throw new SinkNotOpenError();
     return this.ctx;
   }
 

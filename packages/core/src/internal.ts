@@ -1,0 +1,8 @@
+/**
+ * `@exactly/core/internal`: helpers the built-in connectors share with the runtime. They
+ * carry no stability promise and are not part of the API a pipeline or a custom sink is
+ * written against.
+ */
+
+export { hashKey, type Key, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";
