@@ -18,7 +18,7 @@ async function lines<T>(dir: string): Promise<T[]> {
 }
 
 describe("keyed state and windows across crashes and rescaling", () => {
-  it("produce the same results as an uninterrupted batch computation", async () => {
+  it("I3: produce the same results as an uninterrupted batch computation", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-keyed-window-"));
     const runs = [
       { JOB_PARALLELISM: "2", EXACTLY_FAULT: "after-pre-commit@9" },

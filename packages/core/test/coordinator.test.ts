@@ -82,7 +82,7 @@ async function runJob(store: MemoryStore, options: { slowCheckpoint?: number; ti
 }
 
 describe("CheckpointCoordinator", () => {
-  it("commits a transaction only after the checkpoint it belongs to is durable", async () => {
+  it("I1: commits a transaction only after the checkpoint it belongs to is durable", async () => {
     const store = new MemoryStore();
     const result = await runJob(store);
     expect(result.checkpointsCompleted).toBeGreaterThan(3);
@@ -113,7 +113,7 @@ describe("CheckpointCoordinator", () => {
     }
   });
 
-  it("declines a checkpoint that times out, and commits its transactions with the next one", async () => {
+  it("I2: declines a checkpoint that times out, and commits its transactions with the next one", async () => {
     const store = new MemoryStore();
     await runJob(store, { slowCheckpoint: 3, timeoutMs: 150 });
     expect(store.log).toContain("aborted 3");

@@ -50,7 +50,7 @@ describe("job lifecycle", () => {
     expect(store.open.size + store.prepared.size).toBe(0);
   });
 
-  it("restarts from the latest checkpoint after an in-process failure, with backoff, and stays exactly once", async () => {
+  it("I3: restarts from the latest checkpoint after an in-process failure, with backoff, and stays exactly once", async () => {
     const store = new MemoryStore();
     FailingOnceSink.written = 0;
     FailingOnceSink.failed = false;
@@ -104,7 +104,7 @@ describe("job lifecycle", () => {
     expect(store.committed).toEqual([]);
   });
 
-  it("refuses two sinks with one name, naming the setting", () => {
+  it("I7: refuses two sinks with one name, naming the setting", () => {
     const job = new StreamJob({ name: "dup", checkpoint: { storage: "/nonexistent" } });
     const stream = job.fromSource(new ArraySource([1]));
     stream.sinkTo(() => new MemorySink(new MemoryStore()), { name: "out" });

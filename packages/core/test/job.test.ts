@@ -3,7 +3,7 @@ import { GeneratorSource, StreamJob, silentLogger } from "../src/index.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 describe("StreamJob", () => {
-  it("runs generator → map → keyed process → two-phase sink and commits every record once", async () => {
+  it("I3: runs generator → map → keyed process → two-phase sink and commits every record once", async () => {
     const store = new MemoryStore();
     const job = new StreamJob({
       name: "t",

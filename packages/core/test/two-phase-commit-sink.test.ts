@@ -12,7 +12,7 @@ class FlakySink extends MemorySink<number> {
 }
 
 describe("TwoPhaseCommitSink", () => {
-  it("commits every pending transaction up to the completed checkpoint, in order, once", async () => {
+  it("I5: commits every pending transaction up to the completed checkpoint, in order, once", async () => {
     const store = new MemoryStore();
     const sink = new MemorySink<number>(store);
     await sink.open(await sinkContext());
@@ -56,7 +56,7 @@ describe("TwoPhaseCommitSink", () => {
     expect(store.log).toEqual(["begin s-0-1", "precommit s-0-1", "begin s-0-3", "commit s-0-1"]);
   });
 
-  it("recovers: commits restored pending transactions, aborts the open one", async () => {
+  it("I2: recovers: commits restored pending transactions, aborts the open one", async () => {
     const store = new MemoryStore();
     const first = new MemorySink<number>(store);
     await first.open(await sinkContext());
