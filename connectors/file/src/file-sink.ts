@@ -2,13 +2,13 @@ import {
   type Batch,
   ConfigurationError,
   DeliveryGuarantee,
-  isAlreadyExists,
   type LingeringContext,
   RecordWriteError,
   type SinkCapabilities,
   type TransactionContext,
   TwoPhaseCommitSink,
 } from "@exactly/core";
+import { isAlreadyExists } from "@exactly/core/internal";
 import { type BucketAssigner, requireSafePrefix, validateBucket } from "./bucket-assigner.ts";
 import type { OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
 import { type RollingPolicy, resolveRollingPolicy } from "./rolling-policy.ts";

@@ -6,7 +6,8 @@ import { createWriteStream } from "node:fs";
 import { open, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { DeliveryGuarantee, fsyncDirectory, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { fsyncDirectory } from "@exactly/core/internal";
 import { localFileSink } from "@exactly/file";
 import { benchRecord, report } from "../bench-protocol.ts";
 

@@ -1,7 +1,9 @@
 import type { Dirent } from "node:fs";
 import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { ExactlyError, fsyncDirectory, isAlreadyExists, isNotFound, reachFault } from "@exactly/core";
+import { ExactlyError } from "@exactly/core";
+import { fsyncDirectory, isAlreadyExists, isNotFound } from "@exactly/core/internal";
+import { reachFault } from "@exactly/core/testing";
 import type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "../recoverable-writer.ts";
 
 /** A pre-committed part is neither in progress nor published: its data is gone. */
