@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -102,7 +103,7 @@ console.log(JSON.stringify(result));
     }
     expect(ids.size).toBe(5000);
 
-    // The CLI on top: `exactly demo` from the installed tarball.
+    // The CLI on top: `exactly demo` from the installed tarball, without the Kafka example.
     await exec(
       "npm",
       [
@@ -110,12 +111,13 @@ console.log(JSON.stringify(result));
         "--no-audit",
         "--no-fund",
         join(packs, "exactly-conformance-0.1.0.tgz"),
-        join(packs, "exactly-kafka-0.1.0.tgz"),
-        join(packs, "exactly-example-kafka-window-sum-0.1.0.tgz"),
         join(packs, "exactly-cli-0.1.0.tgz"),
       ],
       { cwd: app },
     );
+    const cli = JSON.parse(await readFile(join(app, "node_modules/@exactly/cli/package.json"), "utf8"));
+    expect(Object.keys(cli.dependencies)).not.toContain("@exactly/example-kafka-window-sum");
+    expect(existsSync(join(app, "node_modules/kafkajs"))).toBe(false); // a file-only user gets no Kafka client
     const demo = await exec(
       join(app, "node_modules/.bin/exactly"),
       ["demo", "--records", "20000", "--kills", "1", "--seed", "3", "--json"],
@@ -126,13 +128,32 @@ console.log(JSON.stringify(result));
     const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
     expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
 
-    // `exactly demo --kafka` loads the Kafka example from its tarball; without a broker it says what to give.
+    // `exactly demo --kafka` runs the Kafka example, which the CLI does not depend on: without it, it says how to install it.
     const { EXACTLY_KAFKA_BROKERS: _brokers, ...noBroker } = process.env;
-    const kafkaDemo = await exec(join(app, "node_modules/.bin/exactly"), ["demo", "--kafka"], {
-      cwd: app,
-      env: noBroker,
-    }).catch((error: { code: number; stderr: string }) => error);
-    expect(kafkaDemo).toMatchObject({
+    const kafkaDemo = () =>
+      exec(join(app, "node_modules/.bin/exactly"), ["demo", "--kafka"], { cwd: app, env: noBroker }).catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+    expect(await kafkaDemo()).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(
+        "runs the example @exactly/example-kafka-window-sum, which is not installed; " +
+          "install it next to @exactly/cli: npm install @exactly/example-kafka-window-sum",
+      ),
+    });
+    // With the example installed it loads it from its tarball; without a broker it says what to give.
+    await exec(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        join(packs, "exactly-kafka-0.1.0.tgz"),
+        join(packs, "exactly-example-kafka-window-sum-0.1.0.tgz"),
+      ],
+      { cwd: app },
+    );
+    expect(await kafkaDemo()).toMatchObject({
       code: 2,
       stderr: expect.stringContaining("--brokers: give the Kafka bootstrap"),
     });

@@ -1,4 +1,50 @@
-import { runWindowSum, type WindowSumResult } from "@exactly/example-kafka-window-sum";
+/**
+ * The package `exactly demo --kafka` runs. It is an example, so the CLI does not depend on it:
+ * it is loaded when the demo starts, from wherever the CLI is installed.
+ */
+export const WINDOW_SUM_EXAMPLE = "@exactly/example-kafka-window-sum";
+
+/** What the CLI uses of the example; packages/cli/test/kafka-example.test.ts checks that the example fits it. */
+export interface WindowSumExample {
+  runWindowSum(options: {
+    readonly brokers: readonly string[];
+    readonly events: number;
+    readonly kills: number;
+    readonly seed: number;
+    readonly log?: (line: string) => void;
+  }): Promise<WindowSumResult>;
+}
+
+export interface WindowSumResult {
+  readonly events: number;
+  readonly windows: number;
+  readonly kills: number;
+  readonly elapsedSeconds: number;
+  readonly input: string;
+  readonly output: string;
+  readonly mismatches: string[];
+  readonly kcatMismatches: string[] | string;
+}
+
+/**
+ * Imports the window-sum example, or fails with the command that installs it. Only a missing
+ * example is reported so; an installed example that fails to load (say, it lacks a dependency)
+ * fails with its own error.
+ */
+export async function loadWindowSumExample(specifier: string = WINDOW_SUM_EXAMPLE): Promise<WindowSumExample> {
+  try {
+    return (await import(specifier)) as WindowSumExample;
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${specifier}'`)) {
+      throw new Error(
+        `exactly demo --kafka runs the example ${specifier}, which is not installed; ` +
+          `install it next to @exactly/cli: npm install ${specifier}`,
+      );
+    }
+    throw error;
+  }
+}
 
 export interface KafkaDemoOptions {
   readonly brokers: readonly string[];
@@ -19,6 +65,7 @@ export interface KafkaDemoSummary extends WindowSumResult {
  * sink's lifecycle, then checked against a batch computation by two read_committed readers.
  */
 export async function runKafkaDemo(options: KafkaDemoOptions): Promise<KafkaDemoSummary> {
+  const { runWindowSum } = await loadWindowSumExample();
   if (options.brokers.length === 0) {
     throw new Error("--brokers: give the Kafka bootstrap servers (host:port,…) or set EXACTLY_KAFKA_BROKERS");
   }
