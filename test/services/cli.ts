@@ -7,8 +7,9 @@
 //
 // Services: kafka, postgres, redis, s3 (all when none is named).
 
+import { ensureBaseDirs, logFile } from "./core/paths.ts";
+import { errorMessage, withTimeout } from "./core/wait.ts";
 import { launchers } from "./launchers.ts";
-import { ensureBaseDirs, logFile } from "./paths.ts";
 import { probe } from "./probes.ts";
 import { describeEndpoint, envLines, isServiceName, SERVICE_NAMES, type ServiceName } from "./service-env.ts";
 
@@ -28,22 +29,10 @@ function say(service: ServiceName, message: string): void {
   console.log(`[${service} +${seconds}s] ${message}`);
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 async function up(services: ServiceName[]): Promise<boolean> {
   ensureBaseDirs();
   // In parallel: the installs are mostly waiting on downloads and builds, and apt-get calls
-  // queue behind each other inside install.ts.
+  // queue behind each other inside core/apt.ts.
   const results = await Promise.allSettled(
     services.map(async (service) => {
       say(service, "up");

@@ -4,6 +4,7 @@
 
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:net";
+import { withTimeout } from "./core/wait.ts";
 import type { Endpoints, ServiceName } from "./service-env.ts";
 
 export const CONTAINER_IMAGES: { [S in ServiceName]: string } = {
@@ -20,14 +21,6 @@ export interface ServiceContainer<S extends ServiceName> {
   stop(): Promise<void>;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
 /**
  * True if a container runtime answers. Bounded in time: a DOCKER_HOST pointing at a machine
  * that does not answer must not hold up the test run.
@@ -35,7 +28,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export async function containerRuntimeAvailable(): Promise<boolean> {
   try {
     const { getContainerRuntimeClient } = await import("testcontainers");
-    await withTimeout(getContainerRuntimeClient(), 10_000);
+    await withTimeout(getContainerRuntimeClient(), 10_000, "container runtime");
     return true;
   } catch {
     return false;

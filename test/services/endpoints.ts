@@ -64,7 +64,7 @@ export function serviceSource(service: ServiceName): ServiceSource {
 export async function restartKafka(): Promise<void> {
   const { source, endpoint, containerId } = resolved("kafka");
   const { probe } = await import("./probes.ts");
-  const { waitFor } = await import("./proc.ts");
+  const { waitFor } = await import("./core/wait.ts");
   const waitUntilUp = () => waitFor("Kafka after restart", () => probe("kafka", endpoint), { timeoutMs: 180_000 });
   if (source === "container" && containerId) {
     const { restartContainer } = await import("./containers.ts");
@@ -107,7 +107,7 @@ export async function restartKafka(): Promise<void> {
 export async function restartPostgres(): Promise<void> {
   const { source, endpoint, containerId } = resolved("postgres");
   const { probePostgres } = await import("./probes.ts");
-  const { waitFor } = await import("./proc.ts");
+  const { waitFor } = await import("./core/wait.ts");
   const waitUntilUp = () => waitFor("PostgreSQL after restart", () => probePostgres(endpoint), { timeoutMs: 120_000 });
 
   if (source === "container" && containerId) {

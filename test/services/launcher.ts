@@ -1,7 +1,6 @@
 // What every local launcher offers, and the start-or-reuse sequence they share.
 
-import { logFile, pidFile } from "./paths.ts";
-import { probe } from "./probes.ts";
+import { logFile, pidFile } from "./core/paths.ts";
 import {
   appendLog,
   isAlive,
@@ -11,8 +10,9 @@ import {
   readPid,
   removeFile,
   stopProcess,
-  waitFor,
-} from "./proc.ts";
+} from "./core/proc.ts";
+import { waitFor } from "./core/wait.ts";
+import { probe } from "./probes.ts";
 import { ENV_HINT, type Endpoints, type ServiceName } from "./service-env.ts";
 
 export interface UpResult<S extends ServiceName> {

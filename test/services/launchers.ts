@@ -1,11 +1,11 @@
 // The local launcher of each service, serialized across processes.
 
 import { join } from "node:path";
+import { stateDir } from "./core/paths.ts";
+import { type Progress, withLock } from "./core/proc.ts";
 import { kafkaLauncher } from "./kafka.ts";
 import type { Launcher } from "./launcher.ts";
-import { stateDir } from "./paths.ts";
 import { postgresLauncher } from "./postgres.ts";
-import { type Progress, withLock } from "./proc.ts";
 import { redisLauncher } from "./redis.ts";
 import { s3Launcher } from "./s3.ts";
 import type { ServiceName } from "./service-env.ts";

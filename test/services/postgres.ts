@@ -6,10 +6,10 @@ import { createHash } from "node:crypto";
 import { appendFileSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { aptInstall } from "./install.ts";
+import { aptInstall } from "./core/apt.ts";
+import { logFile, pidFile, stateDir } from "./core/paths.ts";
+import { capture, type Progress, run, writePid } from "./core/proc.ts";
 import { type DaemonSpec, daemonPid, downDaemon, type Launcher, upDaemon, waitUntilHealthy } from "./launcher.ts";
-import { logFile, pidFile, stateDir } from "./paths.ts";
-import { capture, type Progress, run, writePid } from "./proc.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 55432;

@@ -3,10 +3,10 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { aptInstall } from "./install.ts";
+import { aptInstall } from "./core/apt.ts";
+import { logFile, pidFile, serviceDir } from "./core/paths.ts";
+import { spawnDaemon, which } from "./core/proc.ts";
 import { type DaemonSpec, daemonPid, downDaemon, type Launcher, upDaemon } from "./launcher.ts";
-import { logFile, pidFile, serviceDir } from "./paths.ts";
-import { spawnDaemon, which } from "./proc.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 56379;

@@ -9,6 +9,7 @@
 // as missing to any test that asks for them. EXACTLY_SERVICES_PROVIDER=container|launcher skips
 // the other of steps 2 and 3. EXACTLY_SERVICES_KEEP=1 leaves servers this run started running.
 
+import { errorMessage } from "./core/wait.ts";
 import type { ProvidedService, ProvidedServices } from "./provided.ts";
 import {
   describeEndpoint,
@@ -26,10 +27,6 @@ export interface Resolution {
 }
 
 type Log = (line: string) => void;
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function wantedServices(): ServiceName[] {
   const value = process.env.EXACTLY_SERVICES?.trim();
@@ -140,7 +137,7 @@ async function resolveWithLaunchers(
   log: Log,
 ): Promise<void> {
   const { launchers } = await import("./launchers.ts");
-  const { ensureBaseDirs, logFile } = await import("./paths.ts");
+  const { ensureBaseDirs, logFile } = await import("./core/paths.ts");
   ensureBaseDirs();
   const keep = process.env.EXACTLY_SERVICES_KEEP === "1";
   await Promise.all(

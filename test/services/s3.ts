@@ -8,10 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensureGo, ensurePythonVenv } from "./install.ts";
+import { aptTool } from "./core/apt.ts";
+import { cacheDir, logFile, pidFile, serviceDir } from "./core/paths.ts";
+import { appendLog, capture, type Progress, run, spawnDaemon, which } from "./core/proc.ts";
 import { type DaemonSpec, daemonPid, downDaemon, type Launcher, type UpResult, upDaemon } from "./launcher.ts";
-import { cacheDir, logFile, pidFile, serviceDir } from "./paths.ts";
-import { appendLog, type Progress, run, spawnDaemon } from "./proc.ts";
 import { DEFAULT_S3_REGION, type S3Endpoint } from "./service-env.ts";
 
 // MinIO publishes no semver tags (its RELEASE.* tags are not Go module versions), so the pin is
@@ -72,6 +72,28 @@ export function startedS3Server(): S3Server {
   } catch {
     return "minio";
   }
+}
+
+/** A Go toolchain of at least `minimum` (e.g. "1.24"), else throws. */
+async function ensureGo(minimum: string, log: string, progress: Progress): Promise<string> {
+  const [wantMajor = 0, wantMinor = 0] = minimum.split(".").map(Number);
+  const goodEnough = async (go: string) => {
+    const match = /go(\d+)\.(\d+)/.exec((await capture(go, ["version"])).stdout);
+    if (!match) return false;
+    const major = Number(match[1]);
+    return major > wantMajor || (major === wantMajor && Number(match[2]) >= wantMinor);
+  };
+  const go = await aptTool("go", ["golang-go"], goodEnough, log, progress);
+  if (!go) throw new Error(`needs Go ${minimum} or newer (found ${which("go") ?? "none"})`);
+  return go;
+}
+
+/** A python3 that can create virtual environments (Debian splits venv into python3-venv). */
+async function ensurePythonVenv(log: string, progress: Progress): Promise<string> {
+  const hasVenv = async (python: string) => (await capture(python, ["-c", "import venv, ensurepip"])).code === 0;
+  const python = await aptTool("python3", ["python3", "python3-venv"], hasVenv, log, progress);
+  if (!python) throw new Error("python3 with the venv module is needed for moto");
+  return python;
 }
 
 const minio: DaemonSpec<"s3"> = {
