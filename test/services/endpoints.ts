@@ -3,39 +3,44 @@
 // it never skips.
 
 import { inject } from "vitest";
-import { PROVIDED_KEY, type ProvidedServices, type ServiceSource } from "./provided.ts";
-import { ENV, type Endpoints, redactUrl, type ServiceName } from "./service-env.ts";
+import { redactUrl } from "./core/env.ts";
+import { PROVIDED_KEY, type ProvidedServices } from "./core/resolve.ts";
+import type { ServiceModule, ServiceSource } from "./core/service-module.ts";
+import { kafka } from "./kafka/module.ts";
+import { SERVICES, type ServiceName } from "./modules.ts";
+import { PG_URL, postgres } from "./postgres/module.ts";
+import { redis } from "./redis/module.ts";
+import { s3 } from "./s3/module.ts";
 
-interface Resolved<S extends ServiceName> {
+interface Resolved<E> {
   source: ServiceSource;
-  endpoint: Endpoints[S];
+  endpoint: E;
   containerId?: string;
 }
 
-function resolved<S extends ServiceName>(service: S): Resolved<S> {
-  const services = inject(PROVIDED_KEY) as ProvidedServices | undefined;
-  if (!services) {
+function resolved<E>(module: ServiceModule<E>): Resolved<E> {
+  const entry = (inject(PROVIDED_KEY) as ProvidedServices | undefined)?.[module.name];
+  if (!entry) {
     throw new Error(
-      `no ${service} endpoint: test/services/global-setup.ts did not run; add it to vitest's globalSetup`,
+      `no ${module.name} endpoint: test/services/global-setup.ts did not run; add it to vitest's globalSetup`,
     );
   }
-  const entry = services[service];
-  if (!entry.ok) throw new Error(`no ${service} endpoint: ${entry.error}`);
-  return entry as Resolved<S>;
+  if (!entry.ok) throw new Error(`no ${module.name} endpoint: ${entry.error}`);
+  return entry as Resolved<E>;
 }
 
 /** Kafka bootstrap servers, e.g. ["127.0.0.1:59092"]. */
 export function kafkaBrokers(): string[] {
-  return resolved("kafka").endpoint.brokers;
+  return resolved(kafka).endpoint.brokers;
 }
 
 /** A connection string for a database the tests may create tables in. */
 export function pgUrl(): string {
-  return resolved("postgres").endpoint.url;
+  return resolved(postgres).endpoint.url;
 }
 
 export function redisUrl(): string {
-  return resolved("redis").endpoint.url;
+  return resolved(redis).endpoint.url;
 }
 
 export interface S3Config {
@@ -47,13 +52,13 @@ export interface S3Config {
 
 /** Options for `new S3Client(...)` from @aws-sdk/client-s3. */
 export function s3Config(): S3Config {
-  const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = resolved("s3").endpoint;
+  const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = resolved(s3).endpoint;
   return { endpoint, region, forcePathStyle, credentials: { accessKeyId, secretAccessKey } };
 }
 
 /** Where a service's endpoint came from: environment variable, container or local launcher. */
 export function serviceSource(service: ServiceName): ServiceSource {
-  return resolved(service).source;
+  return resolved(SERVICES.find((m) => m.name === service) as ServiceModule).source;
 }
 
 /**
@@ -62,17 +67,16 @@ export function serviceSource(service: ServiceName): ServiceSource {
  * the local launcher's own broker; otherwise EXACTLY_KAFKA_RESTART_COMMAND, else it throws.
  */
 export async function restartKafka(): Promise<void> {
-  const { source, endpoint, containerId } = resolved("kafka");
-  const { probe } = await import("./probes.ts");
+  const { source, endpoint, containerId } = resolved(kafka);
   const { waitFor } = await import("./core/wait.ts");
-  const waitUntilUp = () => waitFor("Kafka after restart", () => probe("kafka", endpoint), { timeoutMs: 180_000 });
+  const waitUntilUp = () => waitFor("Kafka after restart", () => kafka.probe(endpoint), { timeoutMs: 180_000 });
   if (source === "container" && containerId) {
-    const { restartContainer } = await import("./containers.ts");
+    const { restartContainer } = await import("./core/container.ts");
     await restartContainer(containerId);
     await waitUntilUp();
     return;
   }
-  const { launcherOwnsKafka, restartLauncherKafka } = await import("./kafka.ts");
+  const { launcherOwnsKafka, restartLauncherKafka } = await import("./kafka/launcher.ts");
   if (launcherOwnsKafka(endpoint.brokers)) {
     await restartLauncherKafka();
     return;
@@ -105,18 +109,17 @@ export async function restartKafka(): Promise<void> {
  * at the same time: callers should be few and tolerant.
  */
 export async function restartPostgres(): Promise<void> {
-  const { source, endpoint, containerId } = resolved("postgres");
-  const { probePostgres } = await import("./probes.ts");
+  const { source, endpoint, containerId } = resolved(postgres);
   const { waitFor } = await import("./core/wait.ts");
-  const waitUntilUp = () => waitFor("PostgreSQL after restart", () => probePostgres(endpoint), { timeoutMs: 120_000 });
+  const waitUntilUp = () => waitFor("PostgreSQL after restart", () => postgres.probe(endpoint), { timeoutMs: 120_000 });
 
   if (source === "container" && containerId) {
-    const { restartContainer } = await import("./containers.ts");
+    const { restartContainer } = await import("./core/container.ts");
     await restartContainer(containerId);
     await waitUntilUp();
     return;
   }
-  const { launcherOwnsPostgres, restartLauncherPostgres } = await import("./postgres.ts");
+  const { launcherOwnsPostgres, restartLauncherPostgres } = await import("./postgres/launcher.ts");
   if (launcherOwnsPostgres(endpoint.url)) {
     await restartLauncherPostgres();
     return;
@@ -129,7 +132,7 @@ export async function restartPostgres(): Promise<void> {
     return;
   }
   throw new Error(
-    `cannot restart PostgreSQL at ${redactUrl(endpoint.url)} (from ${source === "env" ? ENV.pgUrl : source}): ` +
+    `cannot restart PostgreSQL at ${redactUrl(endpoint.url)} (from ${source === "env" ? PG_URL : source}): ` +
       "the local launcher did not start it (no live server of its own on that port) and no container runs it; " +
       "set EXACTLY_PG_RESTART_COMMAND to a shell command that restarts that server",
   );

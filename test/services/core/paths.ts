@@ -32,6 +32,11 @@ export function pidFile(service: string): string {
   return join(pidsDir, `${service}.pid`);
 }
 
+/** Held while a process starts or stops the service. */
+export function lockFile(service: string): string {
+  return join(stateDir, "locks", `${service}.lock`);
+}
+
 /** A directory under the state dir, created on first use. */
 export function serviceDir(service: string): string {
   const dir = join(stateDir, service);
