@@ -16,9 +16,14 @@ import { errorMessage } from "./wait.ts";
  * What global setup hands to test workers through vitest's provide/inject, by service name.
  * Values cross a process boundary, so they are plain data.
  */
-export type ProvidedService<E = unknown> =
-  | { ok: true; source: ServiceSource; endpoint: E; containerId?: string }
-  | { ok: false; error: string };
+export type ProvidedService<E = unknown> = ({ ok: true } & Resolved<E>) | { ok: false; error: string };
+
+/** A service's endpoint and where it came from (a container also by id, to restart it). */
+export interface Resolved<E> {
+  source: ServiceSource;
+  endpoint: E;
+  containerId?: string;
+}
 
 export type ProvidedServices = Record<string, ProvidedService>;
 

@@ -39,6 +39,17 @@ export interface ServiceModule<E = unknown, N extends string = string> {
    * short fact about the server, rejects with why it is not healthy.
    */
   probe(endpoint: E): Promise<string>;
+  /** How a test may restart the server (core/restart.ts); absent where no test needs to. */
+  readonly restart?: RestartSpec;
+}
+
+export interface RestartSpec {
+  /** The server as messages name it ("PostgreSQL"). */
+  label: string;
+  /** The variable holding a shell command that restarts a server the project does not control. */
+  commandVariable: string;
+  /** How long the server may take to be healthy again. */
+  timeoutMs: number;
 }
 
 export interface ServiceContainer<E> {
@@ -65,4 +76,8 @@ export interface Launcher<E> {
   down(progress: Progress): Promise<boolean>;
   /** Which server program runs, where a launcher has a choice (S3: "minio" or "moto"). */
   implementation?(): string;
+  /** Whether `endpoint` is this launcher's own server and it runs now (so a test may restart it). */
+  owns?(endpoint: E): boolean;
+  /** Restarts this launcher's server and waits until it is healthy again. */
+  restart?(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { aptTool } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
+import type { Launcher } from "../core/service-module.ts";
 import { type KafkaEndpoint, kafka } from "./module.ts";
 
 export const KAFKA_VERSION = "4.1.1";
@@ -207,19 +208,16 @@ const spec: DaemonSpec<KafkaEndpoint> = {
   stopSignal: "SIGTERM",
 };
 
-/** Whether `brokers` is this launcher's own running broker (so a test may restart it). */
-export function launcherOwnsKafka(brokers: readonly string[]): boolean {
-  return brokers.length === 1 && brokers[0] === `${HOST}:${PORT}` && daemonPid(spec) !== undefined;
-}
-
-/**
- * Restarts the launcher's broker: a controlled shutdown (SIGTERM), then a start on the same
- * data directory, waiting until a transactional produce commits again.
- */
-export async function restartLauncherKafka(): Promise<void> {
-  if (daemonPid(spec) === undefined) throw new Error("the launcher's Kafka broker is not running");
-  await downDaemon(spec, () => undefined);
-  await upDaemon(spec, () => undefined);
-}
-
-export const kafkaLauncher = daemonLauncher(spec);
+export const kafkaLauncher: Launcher<KafkaEndpoint> = {
+  ...daemonLauncher(spec),
+  owns: ({ brokers }) => brokers.length === 1 && brokers[0] === `${HOST}:${PORT}` && daemonPid(spec) !== undefined,
+  /**
+   * A controlled shutdown (SIGTERM), then a start on the same data directory, waiting until a
+   * transactional produce commits again.
+   */
+  restart: async () => {
+    if (daemonPid(spec) === undefined) throw new Error("the launcher's Kafka broker is not running");
+    await downDaemon(spec, () => undefined);
+    await upDaemon(spec, () => undefined);
+  },
+};

@@ -28,4 +28,5 @@ export const kafka: ServiceModule<KafkaEndpoint, "kafka"> = {
   startContainer: async () => (await import("./container.ts")).startKafkaContainer(),
   launcher: async () => (await import("./launcher.ts")).kafkaLauncher,
   probe: async (endpoint) => (await import("./probe.ts")).probeKafka(endpoint),
+  restart: { label: "the Kafka broker", commandVariable: "EXACTLY_KAFKA_RESTART_COMMAND", timeoutMs: 180_000 },
 };

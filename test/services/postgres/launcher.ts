@@ -10,6 +10,7 @@ import { aptInstall } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, waitUntilHealthy } from "../core/launcher.ts";
 import { logFile, pidFile, stateDir } from "../core/paths.ts";
 import { capture, type Progress, run, writePid } from "../core/proc.ts";
+import type { Launcher } from "../core/service-module.ts";
 import { type PostgresEndpoint, postgres } from "./module.ts";
 
 const HOST = "127.0.0.1";
@@ -156,13 +157,11 @@ const spec: DaemonSpec<PostgresEndpoint> = {
   stopSignal: "SIGINT",
 };
 
-export const postgresLauncher = daemonLauncher(spec);
-
 /**
  * True if `url` points at the server this launcher started and it runs now: the port and a
  * loopback host match and the pid file names a live postmaster of our data dir.
  */
-export function launcherOwnsPostgres(url: string): boolean {
+function owns({ url }: PostgresEndpoint): boolean {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -174,13 +173,15 @@ export function launcherOwnsPostgres(url: string): boolean {
 }
 
 /**
- * Restarts the launcher's server (fast shutdown, then start), which the two-phase-commit
- * smoke test uses to prove that prepared transactions survive a restart.
+ * Fast shutdown, then start, which the two-phase-commit smoke test uses to prove that prepared
+ * transactions survive a restart.
  */
-export async function restartLauncherPostgres(): Promise<void> {
+async function restart(): Promise<void> {
   if (daemonPid(spec) === undefined) throw new Error("the launcher's PostgreSQL is not running");
   writeFileSync(join(postgresDataDir(), "exactly.conf"), SETTINGS);
   await asPostgres("pg_ctl", ["restart", "-D", postgresDataDir(), "-m", "fast", "-w", "-t", "120"]);
   recordPid();
   await waitUntilHealthy(spec);
 }
+
+export const postgresLauncher: Launcher<PostgresEndpoint> = { ...daemonLauncher(spec), owns, restart };

@@ -8,7 +8,7 @@ export interface PostgresEndpoint {
   url: string;
 }
 
-export const PG_URL = "EXACTLY_PG_URL";
+const PG_URL = "EXACTLY_PG_URL";
 
 export const postgres: ServiceModule<PostgresEndpoint, "postgres"> = {
   name: "postgres",
@@ -22,4 +22,5 @@ export const postgres: ServiceModule<PostgresEndpoint, "postgres"> = {
   startContainer: async () => (await import("./container.ts")).startPostgresContainer(),
   launcher: async () => (await import("./launcher.ts")).postgresLauncher,
   probe: async (endpoint) => (await import("./probe.ts")).probePostgres(endpoint),
+  restart: { label: "PostgreSQL", commandVariable: "EXACTLY_PG_RESTART_COMMAND", timeoutMs: 120_000 },
 };
