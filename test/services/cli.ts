@@ -13,7 +13,7 @@ import { loadLauncher } from "./core/launcher.ts";
 import { ensureBaseDirs, logFile } from "./core/paths.ts";
 import type { Launcher, ServiceModule } from "./core/service-module.ts";
 import { errorMessage, withTimeout } from "./core/wait.ts";
-import { SERVICES } from "./modules.ts";
+import { SERVICES, serviceNamed } from "./modules.ts";
 
 // kafkajs 2.2.4 (the probe's client) schedules a timer with a negative delay when nothing is
 // throttled; Node 24 warns and runs it after 1 ms, which is what kafkajs means. Other warnings
@@ -118,7 +118,7 @@ const COMMANDS: Record<string, (services: Selected[]) => boolean | Promise<boole
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...names] = argv;
-  const unknown = names.filter((name) => !SERVICES.some((m) => m.name === name));
+  const unknown = names.filter((name) => !serviceNamed(name));
   if (command === undefined || unknown.length > 0) {
     console.error(unknown.length > 0 ? `unknown service: ${unknown.join(", ")}\n${USAGE}` : USAGE);
     return 2;
@@ -128,8 +128,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`unknown command: ${command}\n${USAGE}`);
     return 2;
   }
-  const modules =
-    names.length > 0 ? names.map((name) => SERVICES.find((m) => m.name === name) as ServiceModule) : SERVICES;
+  const modules = names.length > 0 ? names.map((name) => serviceNamed(name) as ServiceModule) : SERVICES;
   const services = await Promise.all(modules.map(async (module) => ({ module, launcher: await loadLauncher(module) })));
   return (await run(services)) ? 0 : 1;
 }

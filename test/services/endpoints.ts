@@ -7,7 +7,7 @@ import { PROVIDED_KEY, type ProvidedServices, type Resolved } from "./core/resol
 import { restartService } from "./core/restart.ts";
 import type { ServiceModule, ServiceSource } from "./core/service-module.ts";
 import { kafka } from "./kafka/module.ts";
-import { SERVICES, type ServiceName } from "./modules.ts";
+import { type ServiceName, serviceNamed } from "./modules.ts";
 import { postgres } from "./postgres/module.ts";
 import { redis } from "./redis/module.ts";
 import { s3 } from "./s3/module.ts";
@@ -52,7 +52,7 @@ export function s3Config(): S3Config {
 
 /** Where a service's endpoint came from: environment variable, container or local launcher. */
 export function serviceSource(service: ServiceName): ServiceSource {
-  return resolved(SERVICES.find((m) => m.name === service) as ServiceModule).source;
+  return resolved(serviceNamed(service) as ServiceModule).source;
 }
 
 /**

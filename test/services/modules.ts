@@ -12,3 +12,7 @@ const modules = [kafka, postgres, redis, s3] as const;
 export type ServiceName = (typeof modules)[number]["name"];
 
 export const SERVICES: readonly ServiceModule[] = modules;
+
+export function serviceNamed(name: string): ServiceModule | undefined {
+  return SERVICES.find((module) => module.name === name);
+}
