@@ -28,7 +28,7 @@ export default defineConfig({
         test: {
           name: "services",
           include: [
-            "test/services/{kafka,redis,s3}.test.ts",
+            "test/services/{kafka,redis,s3}/smoke.test.ts",
             "connectors/{kafka,postgres,redis}/test/**/*.test.ts",
             "connectors/file/test/s3/**/*.test.ts",
             "examples/*/test/**/*.test.ts",
@@ -44,7 +44,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "services-restart",
-          include: ["test/services/postgres.test.ts", "connectors/kafka/test/broker-restart.test.ts"],
+          include: ["test/services/postgres/smoke.test.ts", "connectors/kafka/test/broker-restart.test.ts"],
           ...services,
           sequence: { groupOrder: 0 },
         },

@@ -5,12 +5,15 @@
 //   env     `export EXACTLY_...=...` lines for the running services, for `eval "$(...)"`
 //   down    stop what `up` started (by pid file) and wait until it has exited
 //
-// Services: kafka, postgres, redis, s3 (all when none is named).
+// Services: those of modules.ts (all when none is named). Exit 0 when the command did what it
+// says for every service, 1 when it did not for some, 2 for a usage error.
 
-import { launchers } from "./launchers.ts";
-import { ensureBaseDirs, logFile } from "./paths.ts";
-import { probe } from "./probes.ts";
-import { describeEndpoint, envLines, isServiceName, SERVICE_NAMES, type ServiceName } from "./service-env.ts";
+import { envLines } from "./core/env.ts";
+import { loadLauncher } from "./core/launcher.ts";
+import { ensureBaseDirs, logFile } from "./core/paths.ts";
+import type { Launcher, ServiceModule } from "./core/service-module.ts";
+import { errorMessage, withTimeout } from "./core/wait.ts";
+import { SERVICES, serviceNamed } from "./modules.ts";
 
 // kafkajs 2.2.4 (the probe's client) schedules a timer with a negative delay when nothing is
 // throttled; Node 24 warns and runs it after 1 ms, which is what kafkajs means. Other warnings
@@ -20,126 +23,114 @@ process.on("warning", (warning) => {
   if (warning.name !== "TimeoutNegativeWarning") console.warn(warning);
 });
 
-const USAGE = "usage: node test/services/cli.ts up|down|status|env [kafka|postgres|redis|s3 ...]";
+const USAGE = `usage: node test/services/cli.ts up|down|status|env [${SERVICES.map((m) => m.name).join("|")} ...]`;
 const started = Date.now();
 
-function say(service: ServiceName, message: string): void {
+/** A service named on the command line, with its launcher. */
+interface Selected {
+  module: ServiceModule;
+  launcher: Launcher<unknown>;
+}
+
+function say(service: string, message: string): void {
   const seconds = Math.round((Date.now() - started) / 1000);
   console.log(`[${service} +${seconds}s] ${message}`);
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-async function up(services: ServiceName[]): Promise<boolean> {
+async function up(services: Selected[]): Promise<boolean> {
   ensureBaseDirs();
   // In parallel: the installs are mostly waiting on downloads and builds, and apt-get calls
-  // queue behind each other inside install.ts.
+  // queue behind each other inside core/apt.ts.
   const results = await Promise.allSettled(
-    services.map(async (service) => {
-      say(service, "up");
-      const result = await launchers[service].up((message) => say(service, message));
-      say(service, `healthy at ${describeEndpoint(service, result.endpoint)} (${result.detail})`);
-      return result;
+    services.map(async ({ module, launcher }) => {
+      say(module.name, "up");
+      const result = await launcher.up((message) => say(module.name, message));
+      say(module.name, `healthy at ${module.describe(result.endpoint)} (${result.detail})`);
     }),
   );
   let ok = true;
   results.forEach((result, i) => {
-    const service = services[i] as ServiceName;
+    const { name } = (services[i] as Selected).module;
     if (result.status === "rejected") {
       ok = false;
-      say(service, `FAILED: ${errorMessage(result.reason)}`);
-      say(service, `log: ${logFile(service)}`);
+      say(name, `FAILED: ${errorMessage(result.reason)}`);
+      say(name, `log: ${logFile(name)}`);
     }
   });
   console.log(ok ? `all up in ${Math.round((Date.now() - started) / 1000)} s` : "some services failed");
   return ok;
 }
 
-async function status(services: ServiceName[]): Promise<boolean> {
+async function status(services: Selected[]): Promise<boolean> {
   let ok = true;
-  for (const service of services) {
-    const launcher = launchers[service];
+  for (const { module, launcher } of services) {
     const pid = launcher.runningPid();
     const program = launcher.implementation ? ` (${launcher.implementation()})` : "";
-    const where = `${describeEndpoint(service, launcher.endpoint())}${program}`;
+    const where = `${module.describe(launcher.endpoint())}${program}`;
+    const name = module.name.padEnd(9);
     if (pid === undefined) {
       ok = false;
-      console.log(`${service.padEnd(9)} not running  ${where}`);
+      console.log(`${name} not running  ${where}`);
       continue;
     }
     try {
-      const detail = await withTimeout(probe(service, launcher.endpoint()), 30_000, "health check");
-      console.log(`${service.padEnd(9)} healthy      ${where}  pid ${pid}  ${detail}`);
+      const detail = await withTimeout(module.probe(launcher.endpoint()), 30_000, "health check");
+      console.log(`${name} healthy      ${where}  pid ${pid}  ${detail}`);
     } catch (error) {
       ok = false;
-      console.log(`${service.padEnd(9)} UNHEALTHY    ${where}  pid ${pid}  ${errorMessage(error)}`);
+      console.log(`${name} UNHEALTHY    ${where}  pid ${pid}  ${errorMessage(error)}`);
     }
   }
   return ok;
 }
 
-function env(services: ServiceName[]): boolean {
+function env(services: Selected[]): boolean {
   let ok = true;
-  for (const service of services) {
-    const launcher = launchers[service];
+  for (const { module, launcher } of services) {
     if (launcher.runningPid() === undefined) {
       ok = false;
-      console.error(`# ${service} is not running: run \`pnpm services up ${service}\` first`);
+      console.error(`# ${module.name} is not running: run \`pnpm services up ${module.name}\` first`);
       continue;
     }
-    for (const line of envLines(service, launcher.endpoint())) console.log(line);
+    for (const line of envLines(module, launcher.endpoint())) console.log(line);
   }
   return ok;
 }
 
-async function down(services: ServiceName[]): Promise<boolean> {
+async function down(services: Selected[]): Promise<boolean> {
   const results = await Promise.allSettled(
-    services.map(async (service) => {
-      const stopped = await launchers[service].down((message) => say(service, message));
-      say(service, stopped ? "stopped" : "was not running");
+    services.map(async ({ module, launcher }) => {
+      const stopped = await launcher.down((message) => say(module.name, message));
+      say(module.name, stopped ? "stopped" : "was not running");
     }),
   );
   let ok = true;
   results.forEach((result, i) => {
     if (result.status === "rejected") {
       ok = false;
-      say(services[i] as ServiceName, `FAILED to stop: ${errorMessage(result.reason)}`);
+      say((services[i] as Selected).module.name, `FAILED to stop: ${errorMessage(result.reason)}`);
     }
   });
   return ok;
 }
 
+const COMMANDS: Record<string, (services: Selected[]) => boolean | Promise<boolean>> = { up, status, env, down };
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...names] = argv;
-  const unknown = names.filter((name) => !isServiceName(name));
+  const unknown = names.filter((name) => !serviceNamed(name));
   if (command === undefined || unknown.length > 0) {
     console.error(unknown.length > 0 ? `unknown service: ${unknown.join(", ")}\n${USAGE}` : USAGE);
     return 2;
   }
-  const services = names.length > 0 ? (names as ServiceName[]) : [...SERVICE_NAMES];
-  switch (command) {
-    case "up":
-      return (await up(services)) ? 0 : 1;
-    case "status":
-      return (await status(services)) ? 0 : 1;
-    case "env":
-      return env(services) ? 0 : 1;
-    case "down":
-      return (await down(services)) ? 0 : 1;
-    default:
-      console.error(`unknown command: ${command}\n${USAGE}`);
-      return 2;
+  const run = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (!run) {
+    console.error(`unknown command: ${command}\n${USAGE}`);
+    return 2;
   }
+  const modules = names.length > 0 ? names.map((name) => serviceNamed(name) as ServiceModule) : SERVICES;
+  const services = await Promise.all(modules.map(async (module) => ({ module, launcher: await loadLauncher(module) })));
+  return (await run(services)) ? 0 : 1;
 }
 
 // The clients' sockets may keep the event loop alive a little; exit as soon as we are done.

@@ -1,12 +1,13 @@
-// Local Redis from Debian's redis-server package: loopback only, no persistence (tests want a
+// Step 3 for Redis: Debian's redis-server package, loopback only, no persistence (tests want a
 // clean server after every restart, and snapshots would only cost disk writes).
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { aptInstall } from "./install.ts";
-import { type DaemonSpec, daemonPid, downDaemon, type Launcher, upDaemon } from "./launcher.ts";
-import { logFile, pidFile, serviceDir } from "./paths.ts";
-import { spawnDaemon, which } from "./proc.ts";
+import { aptInstall } from "../core/apt.ts";
+import { type DaemonSpec, daemonLauncher } from "../core/launcher.ts";
+import { logFile, pidFile, serviceDir } from "../core/paths.ts";
+import { spawnDaemon, which } from "../core/proc.ts";
+import { type RedisEndpoint, redis } from "./module.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 56379;
@@ -15,8 +16,8 @@ function redisServer(): string | undefined {
   return which("redis-server");
 }
 
-const spec: DaemonSpec<"redis"> = {
-  service: "redis",
+const spec: DaemonSpec<RedisEndpoint> = {
+  module: redis,
   host: HOST,
   ports: [PORT],
   endpoint: () => ({ url: `redis://${HOST}:${PORT}` }),
@@ -49,10 +50,4 @@ const spec: DaemonSpec<"redis"> = {
   stopSignal: "SIGTERM",
 };
 
-export const redisLauncher: Launcher<"redis"> = {
-  service: "redis",
-  endpoint: spec.endpoint,
-  runningPid: () => daemonPid(spec),
-  up: (progress) => upDaemon(spec, progress),
-  down: (progress) => downDaemon(spec, progress),
-};
+export const redisLauncher = daemonLauncher(spec);

@@ -1,6 +1,7 @@
-// A local S3-compatible server: MinIO built from its Go module by default (a real object store
-// that enforces S3's multipart rules), moto's server mode as the fallback when MinIO cannot be
-// built (no Go toolchain new enough, or the build fails). EXACTLY_S3_SERVER=minio|moto forces one.
+// Step 3 for S3, a local S3-compatible server: MinIO built from its Go module by default (a real
+// object store that enforces S3's multipart rules), moto's server mode as the fallback when MinIO
+// cannot be built (no Go toolchain new enough, or the build fails). EXACTLY_S3_SERVER=minio|moto
+// forces one.
 //
 // Both listen on the same port, so tests see one S3 endpoint whichever runs; the state dir
 // records which one was started. Credentials are random per clone and kept in the state dir.
@@ -8,11 +9,13 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ensureGo, ensurePythonVenv } from "./install.ts";
-import { type DaemonSpec, daemonPid, downDaemon, type Launcher, type UpResult, upDaemon } from "./launcher.ts";
-import { cacheDir, logFile, pidFile, serviceDir } from "./paths.ts";
-import { appendLog, type Progress, run, spawnDaemon } from "./proc.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint } from "./service-env.ts";
+import { aptTool } from "../core/apt.ts";
+import { type DaemonSpec, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
+import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
+import { appendLog, capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
+import type { Launcher, UpResult } from "../core/service-module.ts";
+import { errorMessage } from "../core/wait.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint, s3 } from "./module.ts";
 
 // MinIO publishes no semver tags (its RELEASE.* tags are not Go module versions), so the pin is
 // the pseudo-version of its last published commit; it builds with Go 1.24 or newer.
@@ -74,8 +77,30 @@ export function startedS3Server(): S3Server {
   }
 }
 
-const minio: DaemonSpec<"s3"> = {
-  service: "s3",
+/** A Go toolchain of at least `minimum` (e.g. "1.24"), else throws. */
+async function ensureGo(minimum: string, log: string, progress: Progress): Promise<string> {
+  const [wantMajor = 0, wantMinor = 0] = minimum.split(".").map(Number);
+  const goodEnough = async (go: string) => {
+    const match = /go(\d+)\.(\d+)/.exec((await capture(go, ["version"])).stdout);
+    if (!match) return false;
+    const major = Number(match[1]);
+    return major > wantMajor || (major === wantMajor && Number(match[2]) >= wantMinor);
+  };
+  const go = await aptTool("go", ["golang-go"], goodEnough, log, progress);
+  if (!go) throw new Error(`needs Go ${minimum} or newer (found ${which("go") ?? "none"})`);
+  return go;
+}
+
+/** A python3 that can create virtual environments (Debian splits venv into python3-venv). */
+async function ensurePythonVenv(log: string, progress: Progress): Promise<string> {
+  const hasVenv = async (python: string) => (await capture(python, ["-c", "import venv, ensurepip"])).code === 0;
+  const python = await aptTool("python3", ["python3", "python3-venv"], hasVenv, log, progress);
+  if (!python) throw new Error("python3 with the venv module is needed for moto");
+  return python;
+}
+
+const minio: DaemonSpec<S3Endpoint> = {
+  module: s3,
   host: HOST,
   ports: [PORT, CONSOLE_PORT],
   endpoint,
@@ -138,8 +163,8 @@ const minio: DaemonSpec<"s3"> = {
   stopSignal: "SIGTERM",
 };
 
-const moto: DaemonSpec<"s3"> = {
-  service: "s3",
+const moto: DaemonSpec<S3Endpoint> = {
+  module: s3,
   host: HOST,
   ports: [PORT],
   endpoint,
@@ -177,13 +202,13 @@ function wanted(): S3Server | undefined {
   throw new Error(`EXACTLY_S3_SERVER must be "minio" or "moto", not "${choice}"`);
 }
 
-function runningSpec(): DaemonSpec<"s3"> | undefined {
+function runningSpec(): DaemonSpec<S3Endpoint> | undefined {
   if (daemonPid(minio) !== undefined) return minio;
   if (daemonPid(moto) !== undefined) return moto;
   return undefined;
 }
 
-async function up(progress: Progress): Promise<UpResult<"s3">> {
+async function up(progress: Progress): Promise<UpResult<S3Endpoint>> {
   const choice = wanted();
   const running = runningSpec();
   if (running && (choice === undefined || running === (choice === "moto" ? moto : minio))) {
@@ -200,19 +225,18 @@ async function up(progress: Progress): Promise<UpResult<"s3">> {
     return withServer("minio", await upDaemon(minio, progress));
   } catch (error) {
     if (choice === "minio") throw error;
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     appendLog(logFile("s3"), `MinIO failed (${reason}); falling back to moto`);
     progress(`MinIO failed (${reason}); falling back to moto`);
     return withServer("moto", await upDaemon(moto, progress));
   }
 }
 
-function withServer(server: S3Server, result: UpResult<"s3">): UpResult<"s3"> {
+function withServer(server: S3Server, result: UpResult<S3Endpoint>): UpResult<S3Endpoint> {
   return { ...result, detail: `${server}: ${result.detail}` };
 }
 
-export const s3Launcher: Launcher<"s3"> = {
-  service: "s3",
+export const s3Launcher: Launcher<S3Endpoint> = {
   endpoint,
   runningPid: () => {
     const running = runningSpec();

@@ -1,5 +1,5 @@
-// Small process helpers shared by the launchers: run a command into a log, start a daemon with
-// a pid file, check and stop processes by pid. Only ever signals pids that the launchers recorded
+// Process supervision shared by the launchers: run a command into a log, start a daemon with
+// a pid file, check and stop processes by pid, take turns through a lock file. Only ever signals pids that the launchers recorded
 // themselves, and only after checking that the pid still runs the program they started (pids are
 // reused by the kernel, a stale pid file must never kill a stranger).
 
@@ -18,12 +18,9 @@ import {
 } from "node:fs";
 import { connect } from "node:net";
 import { delimiter, dirname, join } from "node:path";
+import { sleep } from "./wait.ts";
 
 export type Progress = (message: string) => void;
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 export function appendLog(log: string, line: string): void {
   mkdirSync(dirname(log), { recursive: true });
@@ -211,32 +208,6 @@ export async function stopProcess(pid: number, signal: NodeJS.Signals, timeoutMs
       return;
     }
     await sleep(100);
-  }
-}
-
-export interface WaitOptions {
-  timeoutMs: number;
-  intervalMs?: number;
-  /** Returns a reason to give up early (e.g. the server process died), or undefined. */
-  giveUpIf?: () => string | undefined;
-}
-
-/** Retries `check` until it resolves; on timeout throws with the last failure's message. */
-export async function waitFor<T>(what: string, check: () => Promise<T>, options: WaitOptions): Promise<T> {
-  const deadline = Date.now() + options.timeoutMs;
-  let last = "no attempt finished";
-  for (;;) {
-    const reason = options.giveUpIf?.();
-    if (reason) throw new Error(`${what}: ${reason}`);
-    try {
-      return await check();
-    } catch (error) {
-      last = error instanceof Error ? error.message : String(error);
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`${what}: not ready after ${Math.round(options.timeoutMs / 1000)} s (${last})`);
-    }
-    await sleep(options.intervalMs ?? 500);
   }
 }
 

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl, restartPostgres } from "./endpoints.ts";
+import { pgUrl, restartPostgres } from "../endpoints.ts";
 
 const run = randomUUID().slice(0, 8);
 const table = `smoke_2pc_${run}`;

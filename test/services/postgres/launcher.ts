@@ -1,20 +1,22 @@
-// Local PostgreSQL from Debian's packages: a throwaway cluster of our own (not Debian's "main"
-// cluster), run as the `postgres` user because the server refuses to run as root, with prepared
-// transactions enabled for the two-phase-commit sink and trust auth on loopback only.
+// Step 3 for Postgres: Debian's packages, with a throwaway cluster of our own (not Debian's
+// "main" cluster), run as the `postgres` user because the server refuses to run as root, with
+// prepared transactions enabled for the two-phase-commit sink and trust auth on loopback only.
 
 import { createHash } from "node:crypto";
 import { appendFileSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { aptInstall } from "./install.ts";
-import { type DaemonSpec, daemonPid, downDaemon, type Launcher, upDaemon, waitUntilHealthy } from "./launcher.ts";
-import { logFile, pidFile, stateDir } from "./paths.ts";
-import { capture, type Progress, run, writePid } from "./proc.ts";
+import { aptInstall } from "../core/apt.ts";
+import { type DaemonSpec, daemonLauncher, daemonPid, waitUntilHealthy } from "../core/launcher.ts";
+import { logFile, pidFile, stateDir } from "../core/paths.ts";
+import { capture, type Progress, run, writePid } from "../core/proc.ts";
+import type { Launcher } from "../core/service-module.ts";
+import { type PostgresEndpoint, postgres } from "./module.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 55432;
 const DATABASE = "exactly";
-const SETTINGS = `# Written by test/services/postgres.ts on every start.
+const SETTINGS = `# Written by test/services/postgres/launcher.ts on every start.
 listen_addresses = '${HOST}'
 port = ${PORT}
 # TCP only: Debian's socket dir /var/run/postgresql may not exist, and a socket under a deep
@@ -128,8 +130,8 @@ async function createDatabase(): Promise<void> {
   }
 }
 
-const spec: DaemonSpec<"postgres"> = {
-  service: "postgres",
+const spec: DaemonSpec<PostgresEndpoint> = {
+  module: postgres,
   host: HOST,
   ports: [PORT],
   endpoint: () => ({ url: `postgres://postgres@${HOST}:${PORT}/${DATABASE}` }),
@@ -155,19 +157,11 @@ const spec: DaemonSpec<"postgres"> = {
   stopSignal: "SIGINT",
 };
 
-export const postgresLauncher: Launcher<"postgres"> = {
-  service: "postgres",
-  endpoint: spec.endpoint,
-  runningPid: () => daemonPid(spec),
-  up: (progress) => upDaemon(spec, progress),
-  down: (progress) => downDaemon(spec, progress),
-};
-
 /**
  * True if `url` points at the server this launcher started and it runs now: the port and a
  * loopback host match and the pid file names a live postmaster of our data dir.
  */
-export function launcherOwnsPostgres(url: string): boolean {
+function owns({ url }: PostgresEndpoint): boolean {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -179,13 +173,15 @@ export function launcherOwnsPostgres(url: string): boolean {
 }
 
 /**
- * Restarts the launcher's server (fast shutdown, then start), which the two-phase-commit
- * smoke test uses to prove that prepared transactions survive a restart.
+ * Fast shutdown, then start, which the two-phase-commit smoke test uses to prove that prepared
+ * transactions survive a restart.
  */
-export async function restartLauncherPostgres(): Promise<void> {
+async function restart(): Promise<void> {
   if (daemonPid(spec) === undefined) throw new Error("the launcher's PostgreSQL is not running");
   writeFileSync(join(postgresDataDir(), "exactly.conf"), SETTINGS);
   await asPostgres("pg_ctl", ["restart", "-D", postgresDataDir(), "-m", "fast", "-w", "-t", "120"]);
   recordPid();
   await waitUntilHealthy(spec);
 }
+
+export const postgresLauncher: Launcher<PostgresEndpoint> = { ...daemonLauncher(spec), owns, restart };

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisUrl } from "./endpoints.ts";
+import { redisUrl } from "../endpoints.ts";
 
 const GUARDED_UPSERT = `
 local current = redis.call('HGET', KEYS[1], 'version')

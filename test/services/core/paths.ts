@@ -1,4 +1,4 @@
-// Where the service launchers keep things.
+// Where the local launchers keep things.
 //
 // Two places on purpose: CI runs every build in a fresh clone, so anything slow to obtain
 // (Kafka jars, the MinIO binary, the moto virtualenv) lives in a machine-wide cache that
@@ -10,7 +10,8 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+// Three levels up from test/services/core/.
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 /** Runtime state of this clone's services: data, pid files, logs. */
 export const stateDir = process.env.EXACTLY_SERVICES_STATE ?? join(repoRoot, ".services");
@@ -29,6 +30,11 @@ export function logFile(service: string): string {
 
 export function pidFile(service: string): string {
   return join(pidsDir, `${service}.pid`);
+}
+
+/** Held while a process starts or stops the service. */
+export function lockFile(service: string): string {
+  return join(stateDir, "locks", `${service}.lock`);
 }
 
 /** A directory under the state dir, created on first use. */

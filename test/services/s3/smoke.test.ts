@@ -17,7 +17,7 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { afterAll, describe, expect, it } from "vitest";
-import { s3Config } from "./endpoints.ts";
+import { s3Config } from "../endpoints.ts";
 
 const run = randomUUID().slice(0, 8);
 const bucket = `exactly-smoke-${run}`;

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Kafka } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
-import { kafkaBrokers } from "./endpoints.ts";
+import { kafkaBrokers } from "../endpoints.ts";
 
 const run = randomUUID().slice(0, 8);
 const topic = `smoke-txn-${run}`;

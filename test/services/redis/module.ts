@@ -1,0 +1,25 @@
+// Redis: a server that runs Lua scripts, for the Redis sinks. EXACTLY_REDIS_URL, else a redis
+// container, else Debian's redis-server run by the local launcher.
+
+import { envValue, redactUrl } from "../core/env.ts";
+import type { ServiceModule } from "../core/service-module.ts";
+
+export interface RedisEndpoint {
+  url: string;
+}
+
+const REDIS_URL = "EXACTLY_REDIS_URL";
+
+export const redis: ServiceModule<RedisEndpoint, "redis"> = {
+  name: "redis",
+  envHint: REDIS_URL,
+  fromEnv(env) {
+    const url = envValue(env, REDIS_URL);
+    return url === undefined ? undefined : { url };
+  },
+  toEnv: (endpoint) => ({ [REDIS_URL]: endpoint.url }),
+  describe: (endpoint) => redactUrl(endpoint.url),
+  startContainer: async () => (await import("./container.ts")).startRedisContainer(),
+  launcher: async () => (await import("./launcher.ts")).redisLauncher,
+  probe: async (endpoint) => (await import("./probe.ts")).probeRedis(endpoint),
+};
