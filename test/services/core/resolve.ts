@@ -1,4 +1,4 @@
-// Finding an endpoint for each service, in the order docs/design.md §6 gives:
+// Finding an endpoint for each service, in the order docs/design.md §7 gives:
 //   1. an endpoint given by environment variable (CI sets them from `pnpm services env`);
 //   2. else a container through testcontainers, if a container runtime answers;
 //   3. else the local launcher, which installs what is missing and starts the server.

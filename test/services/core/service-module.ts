@@ -3,7 +3,7 @@
 // only iterate over modules (modules.ts); nothing outside a service's folder knows its variables,
 // ports or programs.
 //
-// An endpoint is resolved in the order of docs/design.md §6, one step per member below:
+// An endpoint is resolved in the order of docs/design.md §7, one step per member below:
 // the environment, else a container, else the local launcher; the launcher waits on the probe.
 
 import type { Progress } from "./proc.ts";

@@ -391,7 +391,7 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
 
   private async openAll(): Promise<void> {
     await Promise.all(this.sources.map((t) => t.reader.open?.()));
-    // Sinks recover here: commit restored pending work, abort the rest (DESIGN §2 Recovery).
+    // Sinks recover here: commit restored pending work, abort the rest (docs/design.md §2, Recovery).
     await Promise.all(this.sinks.map((t) => t.sink.open(t.context)));
   }
 
