@@ -1,11 +1,13 @@
+export { AtLeastOnceFileSink } from "./at-least-once-file-sink.ts";
 export {
   type BucketAssigner,
   basePathBucketAssigner,
   UnsafeBucketPathError,
   validateBucket,
 } from "./bucket-assigner.ts";
-export { FileSink, type FileSinkOptions, type FileTransaction } from "./file-sink.ts";
+export { FileSink, type FileTransaction } from "./file-sink.ts";
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
 export { LocalRecoverableWriter, PartExistsError, PartLostError } from "./local/local-recoverable-writer.ts";
 export type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
+export type { FileSinkOptions } from "./rolling-parts.ts";
 export type { RollingPolicy } from "./rolling-policy.ts";

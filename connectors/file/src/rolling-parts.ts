@@ -1,0 +1,143 @@
+import { type Batch, ConfigurationError, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { isAlreadyExists } from "@exactly/core/internal";
+import { type BucketAssigner, requireSafePrefix, validateBucket } from "./bucket-assigner.ts";
+import type { OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
+import { type RollingPolicy, resolveRollingPolicy } from "./rolling-policy.ts";
+
+/** What every file sink is configured with, whatever its guarantee. */
+export interface FileSinkOptions<T> {
+  readonly writer: RecoverableWriter;
+  /** Part file names start with this; unique per sink. Default: `part-<sink name>`. */
+  readonly partPrefix?: string;
+  /** Part file name ending, e.g. ".jsonl". Default "". */
+  readonly partSuffix?: string;
+  readonly bucketAssigner?: BucketAssigner<T>;
+  /** Turns a record into one line (without the newline). Default JSON.stringify. */
+  readonly encoder?: (record: T) => string;
+  readonly rollingPolicy?: RollingPolicy;
+}
+
+/**
+ * The part files a file sink subtask has open, one per bucket, rolled by size: bucket
+ * assignment, encoding, naming and rolling, shared by the exactly-once and the
+ * at-least-once file sinks, which differ only in when a part becomes visible.
+ *
+ * Part names are `<prefix>-<subtask>-<checkpoint>-<n><suffix>`, so recovery can tell which
+ * subtask and checkpoint left a file behind.
+ */
+export class RollingParts<T> {
+  private readonly writer: RecoverableWriter;
+  private readonly configuredPrefix: string | undefined;
+  private readonly suffix: string;
+  private readonly bucketOf: BucketAssigner<T>;
+  private readonly encode: (record: T) => string;
+  private readonly maxPartBytes: number;
+  private readonly open = new Map<string, OpenPart>();
+  private sinkId = "";
+  private sequence = 0;
+
+  constructor(options: FileSinkOptions<T>) {
+    this.writer = options.writer;
+    this.configuredPrefix = options.partPrefix === undefined ? undefined : requireSafePrefix(options.partPrefix);
+    this.suffix = options.partSuffix ?? "";
+    if (this.suffix.includes("/") || this.suffix.includes("\\")) {
+      throw new ConfigurationError("partSuffix", "must not contain a path separator");
+    }
+    this.bucketOf = options.bucketAssigner ?? (() => "");
+    this.encode = options.encoder ?? ((record) => JSON.stringify(record));
+    this.maxPartBytes = resolveRollingPolicy(options.rollingPolicy).maxPartBytes;
+  }
+
+  /** The sink's name is known once it opens; the default prefix derives from it. */
+  bindSink(sinkId: string): void {
+    this.sinkId = sinkId;
+  }
+
+  get prefix(): string {
+    return this.configuredPrefix ?? requireSafePrefix(`part-${this.sinkId}`);
+  }
+
+  /** The subtask index in a part name of this sink, or undefined if the name is not ours. */
+  subtaskOf(name: string): number | undefined {
+    const head = `${this.prefix}-`;
+    if (!name.startsWith(head)) return undefined;
+    const match = /^(\d+)-(\d+)-(\d+)/.exec(name.slice(head.length));
+    return match ? Number(match[1]) : undefined;
+  }
+
+  /** New parts from here on are named for this subtask and checkpoint, numbered from 0. */
+  startNaming(): void {
+    this.sequence = 0;
+  }
+
+  /**
+   * Appends a batch, a line a record, to the part of each record's bucket; returns the parts
+   * it closed because they reached the rolling size. A record whose bucket or encoding fails
+   * is named by its source position.
+   */
+  async append(
+    batch: Batch<T>,
+    name: { subtask: number; checkpointId: number; visible: boolean },
+  ): Promise<PartDescriptor[]> {
+    const closed: PartDescriptor[] = [];
+    const { values, positions } = batch;
+    for (let i = 0; i < values.length; i++) {
+      let bucket: string;
+      let line: string;
+      try {
+        const record = values[i] as T;
+        bucket = validateBucket(this.bucketOf(record));
+        line = `${this.encode(record)}\n`;
+      } catch (error) {
+        throw new RecordWriteError(positions[i] as RecordPosition, error);
+      }
+      const part = this.open.get(bucket) ?? (await this.openPart(bucket, name));
+      const flushing = part.append(line);
+      if (flushing) await flushing;
+      if (part.length >= this.maxPartBytes) closed.push(await this.close(bucket, part));
+    }
+    return closed;
+  }
+
+  private async openPart(
+    bucket: string,
+    { subtask, checkpointId, visible }: { subtask: number; checkpointId: number; visible: boolean },
+  ): Promise<OpenPart> {
+    for (;;) {
+      const name = `${this.prefix}-${subtask}-${checkpointId}-${this.sequence++}${this.suffix}`;
+      try {
+        const part = await this.writer.openPart({ bucket, name, ...(visible ? { visible } : {}) });
+        this.open.set(bucket, part);
+        return part;
+      } catch (error) {
+        // A crashed run may have published a visible part under this name: take the next one.
+        if (!(visible && isAlreadyExists(error))) throw error;
+      }
+    }
+  }
+
+  private async close(bucket: string, part: OpenPart): Promise<PartDescriptor> {
+    this.open.delete(bucket);
+    return part.closeForCommit();
+  }
+
+  /** Hands what is buffered in every open part to its file (not durably). */
+  async flushAll(): Promise<void> {
+    for (const part of this.open.values()) await part.flush();
+  }
+
+  /** Makes every open part durable and closes it: the parts a checkpoint pre-commits. */
+  async closeAll(): Promise<PartDescriptor[]> {
+    const closed: PartDescriptor[] = [];
+    for (const [bucket, part] of [...this.open]) closed.push(await this.close(bucket, part));
+    return closed;
+  }
+
+  /** Drops every open part and what was written to it; returns their descriptors. */
+  async discardAll(): Promise<PartDescriptor[]> {
+    const parts = [...this.open.values()];
+    this.open.clear();
+    for (const part of parts) await part.discard();
+    return parts.map((p) => p.descriptor);
+  }
+}
