@@ -37,15 +37,15 @@ export interface CheckpointListener {
 }
 
 export interface CoordinatorTargets {
-  /** Injects barrier `id` at every source subtask. */
+  /** Injects barrier `checkpointId` at every source subtask. */
   triggerBarriers(checkpointId: number): void;
-  /** Tells every task checkpoint `id` is complete; resolves when they have acted (committed). */
+  /** Tells every task checkpoint `checkpointId` is complete; resolves when they have acted (committed). */
   notifyComplete(checkpointId: number): Promise<void>;
   notifyAborted(checkpointId: number): Promise<void>;
 }
 
 interface InFlight {
-  readonly id: number;
+  readonly checkpointId: number;
   readonly startedAt: number;
   readonly handles: Map<string, string>;
   readonly final: boolean;
@@ -66,7 +66,7 @@ export class CheckpointCoordinator {
   private readonly fail: (error: unknown) => void;
   private readonly listener: CheckpointListener;
   private readonly logger: Logger;
-  private lastId: number;
+  private lastCheckpointId: number;
   private inFlight: InFlight | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastTriggerAt = 0;
@@ -94,7 +94,7 @@ export class CheckpointCoordinator {
     this.targets = init.targets;
     this.expectedTasks = init.expectedTasks;
     this.metadataBase = init.metadata;
-    this.lastId = init.lastCheckpointId;
+    this.lastCheckpointId = init.lastCheckpointId;
     this.fail = init.fail;
     this.listener = init.listener;
     this.logger = init.logger;
@@ -141,31 +141,31 @@ export class CheckpointCoordinator {
 
   private async triggerCheckpoint(): Promise<void> {
     if (this.stopped || this.inFlight || this.triggering) return;
-    const id = ++this.lastId;
+    const checkpointId = ++this.lastCheckpointId;
     const final = this.finishing;
     this.lastTriggerAt = Date.now();
     this.triggering = true;
     try {
       // The id is reserved durably before any barrier carries it, so no restart reuses it.
-      await this.storage.beginCheckpoint(id);
+      await this.storage.beginCheckpoint(checkpointId);
     } finally {
       this.triggering = false;
     }
     if (this.stopped) return;
-    const inFlight: InFlight = { id, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
+    const inFlight: InFlight = { checkpointId, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
     inFlight.timer = setTimeout(() => {
       this.declineCheckpoint(inFlight, `not acknowledged within ${this.config.timeoutMs} ms`).catch((e) =>
         this.fail(e),
       );
     }, this.config.timeoutMs);
     this.inFlight = inFlight;
-    this.targets.triggerBarriers(id);
+    this.targets.triggerBarriers(checkpointId);
   }
 
   acknowledge(checkpointId: number, taskKey: string, handle: string): void {
     const inFlight = this.inFlight;
     // Late acknowledgements of a declined checkpoint are normal; drop them.
-    if (!inFlight || inFlight.id !== checkpointId) return;
+    if (!inFlight || inFlight.checkpointId !== checkpointId) return;
     inFlight.handles.set(taskKey, handle);
     if (inFlight.handles.size < this.expectedTasks.size) return;
     clearTimeout(inFlight.timer);
@@ -175,7 +175,7 @@ export class CheckpointCoordinator {
   private async completeCheckpoint(inFlight: InFlight): Promise<void> {
     const metadata: CheckpointMetadata = {
       ...this.metadataBase,
-      checkpointId: inFlight.id,
+      checkpointId: inFlight.checkpointId,
       timestamp: Date.now(),
       taskStates: Object.fromEntries(inFlight.handles),
       ...(inFlight.final ? { final: true } : {}),
@@ -187,8 +187,11 @@ export class CheckpointCoordinator {
     this.completed++;
     // A stopped (failed) attempt tells no sink to commit: recovery commits this checkpoint.
     if (this.stopped) return;
-    this.listener.onComplete?.(inFlight.id, { durationMs: Date.now() - inFlight.startedAt, final: inFlight.final });
-    const notification = this.notifyComplete(inFlight.id);
+    this.listener.onComplete?.(inFlight.checkpointId, {
+      durationMs: Date.now() - inFlight.startedAt,
+      final: inFlight.final,
+    });
+    const notification = this.notifyComplete(inFlight.checkpointId);
     if (inFlight.final) {
       await notification;
       this.stop();
@@ -219,10 +222,10 @@ export class CheckpointCoordinator {
   private async declineCheckpoint(inFlight: InFlight, reason: string): Promise<void> {
     if (this.inFlight !== inFlight) return;
     this.inFlight = undefined;
-    this.logger.warn(`checkpoint ${inFlight.id} declined: ${reason}`);
-    this.listener.onDeclined?.(inFlight.id, reason);
-    await this.storage.discardCheckpoint(inFlight.id);
-    await this.targets.notifyAborted(inFlight.id);
+    this.logger.warn(`checkpoint ${inFlight.checkpointId} declined: ${reason}`);
+    this.listener.onDeclined?.(inFlight.checkpointId, reason);
+    await this.storage.discardCheckpoint(inFlight.checkpointId);
+    await this.targets.notifyAborted(inFlight.checkpointId);
     this.scheduleNext();
   }
 
@@ -241,6 +244,6 @@ export class CheckpointCoordinator {
   }
 
   get inFlightCheckpointId(): number | undefined {
-    return this.inFlight?.id;
+    return this.inFlight?.checkpointId;
   }
 }

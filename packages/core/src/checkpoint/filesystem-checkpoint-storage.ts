@@ -31,8 +31,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     }
   }
 
-  private checkpointDir(id: number): string {
-    return join(this.directory, `chk-${id}`);
+  private checkpointDir(checkpointId: number): string {
+    return join(this.directory, `chk-${checkpointId}`);
   }
 
   private async checkpointIds(): Promise<number[]> {
@@ -89,9 +89,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await Promise.all(names.map((name) => rm(join(dir, name), { force: true })));
   }
 
-  private async isComplete(id: number): Promise<boolean> {
+  private async isComplete(checkpointId: number): Promise<boolean> {
     try {
-      await readFile(join(this.checkpointDir(id), METADATA));
+      await readFile(join(this.checkpointDir(checkpointId), METADATA));
       return true;
     } catch (error) {
       if (isNotFound(error)) return false;
@@ -103,21 +103,21 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     const ids = await this.checkpointIds();
     let kept = 0;
     for (let i = ids.length - 1; i >= 0; i--) {
-      const id = ids[i] as number;
-      if (id > latest) continue; // a newer checkpoint may be in flight
-      if (id !== latest && !(await this.isComplete(id))) {
-        await rm(this.checkpointDir(id), { recursive: true, force: true });
+      const checkpointId = ids[i] as number;
+      if (checkpointId > latest) continue; // a newer checkpoint may be in flight
+      if (checkpointId !== latest && !(await this.isComplete(checkpointId))) {
+        await rm(this.checkpointDir(checkpointId), { recursive: true, force: true });
         continue;
       }
       kept++;
-      if (kept > this.retained) await rm(this.checkpointDir(id), { recursive: true, force: true });
+      if (kept > this.retained) await rm(this.checkpointDir(checkpointId), { recursive: true, force: true });
     }
   }
 
-  private async readMetadata(id: number): Promise<CheckpointMetadata | undefined> {
+  private async readMetadata(checkpointId: number): Promise<CheckpointMetadata | undefined> {
     let text: string;
     try {
-      text = await readFile(join(this.checkpointDir(id), METADATA), "utf8");
+      text = await readFile(join(this.checkpointDir(checkpointId), METADATA), "utf8");
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -125,14 +125,14 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     try {
       return JSON.parse(text) as CheckpointMetadata;
     } catch (error) {
-      throw new CheckpointStorageError(`metadata of checkpoint ${id} is not valid JSON`, { cause: error });
+      throw new CheckpointStorageError(`metadata of checkpoint ${checkpointId} is not valid JSON`, { cause: error });
     }
   }
 
   async listCompleted(): Promise<CheckpointMetadata[]> {
     const result: CheckpointMetadata[] = [];
-    for (const id of await this.checkpointIds()) {
-      const metadata = await this.readMetadata(id);
+    for (const checkpointId of await this.checkpointIds()) {
+      const metadata = await this.readMetadata(checkpointId);
       if (metadata) result.push(metadata);
     }
     return result;
@@ -141,15 +141,15 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   async loadLatest(): Promise<RestoredCheckpoint | undefined> {
     const ids = await this.checkpointIds();
     for (let i = ids.length - 1; i >= 0; i--) {
-      const id = ids[i] as number;
-      const metadata = await this.readMetadata(id);
+      const checkpointId = ids[i] as number;
+      const metadata = await this.readMetadata(checkpointId);
       if (!metadata) continue;
       const states = new Map<string, unknown>();
       for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
         try {
-          states.set(taskKey, JSON.parse(await readFile(join(this.checkpointDir(id), file), "utf8")));
+          states.set(taskKey, JSON.parse(await readFile(join(this.checkpointDir(checkpointId), file), "utf8")));
         } catch (error) {
-          throw new CheckpointStorageError(`state ${file} of complete checkpoint ${id} is unreadable`, {
+          throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
             cause: error,
           });
         }
