@@ -1,4 +1,4 @@
-import type { DeliveryGuarantee, Sink } from "@exactly/core";
+import type { DeliveryGuarantee, Sink, SinkCapabilities } from "@exactly/core";
 
 /** One record of the suite's source: a unique id, and some payload to write. */
 export interface ConformanceRecord {
@@ -25,7 +25,11 @@ export interface SinkFactoryContext<O = unknown> {
 /** The sink module's export: builds one sink instance per subtask, in the child process. */
 export type ConformanceSinkFactory<O = unknown> = (context: SinkFactoryContext<O>) => Sink<ConformanceRecord>;
 
-/** How the sink keeps its promise; the suite picks its fault points and invariants from it. */
+/**
+ * How the sink keeps its promise; the suite picks its fault points and invariants from it.
+ * The base class a sink extends decides it (TwoPhaseCommitSink, GenericWriteAheadSink,
+ * IdempotentSink).
+ */
 export type SinkLifecycle = "two-phase-commit" | "write-ahead" | "idempotent";
 
 export const SCENARIOS = [
@@ -52,6 +56,12 @@ export type ScenarioName = (typeof SCENARIOS)[number];
 /**
  * What a sink author gives the suite. `sinkModule` is loaded by a child process (so the
  * suite can kill it); the reader and the probe run in the test process.
+ *
+ * The sink declares its guarantee and capabilities once, on the sink: before planning, the
+ * suite builds one sink from `sinkModule` in a child process and plans from what that sink
+ * declares and which base class it extends. `guarantee`, `lifecycle` and `capabilities`
+ * here are optional; any that is stated is checked against the sink, and a definition that
+ * claims something its sink does not declare fails the suite before its first scenario.
  */
 export interface ConformanceDefinition<O = unknown> {
   readonly name: string;
@@ -61,12 +71,18 @@ export interface ConformanceDefinition<O = unknown> {
   readonly sinkExport?: string;
   /** JSON passed to the factory in the child (connection strings, directories …). */
   readonly sinkOptions?: O;
-  readonly guarantee: DeliveryGuarantee;
-  readonly lifecycle: SinkLifecycle;
-  readonly capabilities?: {
-    /** Restored state may be spread over another parallelism (enables rescale scenarios). */
-    readonly rescale?: boolean;
-  };
+  /** Optional, checked: must be the sink's own `guarantee`. */
+  readonly guarantee?: DeliveryGuarantee;
+  /**
+   * Needed only for a sink that implements `Sink` directly: which base class's fault points
+   * it passes. For a sink on a base class it is optional and must match that base class.
+   */
+  readonly lifecycle?: SinkLifecycle;
+  /**
+   * Optional, checked: each flag stated must be what the sink's own `capabilities` says
+   * (`rescale` enables the rescale scenarios; an undeclared flag counts as false).
+   */
+  readonly capabilities?: SinkCapabilities;
   /**
    * The external system's transaction timeout, if it has one. The transaction-timeout
    * scenario holds a pre-committed transaction longer than this.

@@ -1,5 +1,11 @@
 export { type CheckResult, checkIds, violations } from "./checker.ts";
 export {
+  ConformanceDefinitionError,
+  describeDeclarations,
+  type SinkDeclarations,
+  sinkDeclarations,
+} from "./declarations.ts";
+export {
   type ConformanceDefinition,
   type ConformanceRecord,
   type ConformanceSinkFactory,

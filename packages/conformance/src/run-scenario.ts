@@ -2,12 +2,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee } from "@exactly/core";
 import { type CheckResult, checkIds, violations } from "./checker.ts";
+import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./definition.ts";
 import type { ChildConfig } from "./harness/child-protocol.ts";
 import { type ChildRun, coveredIds, runChild, visibilityWatch } from "./harness/run-child.ts";
+import { sinkModuleConfig } from "./harness/sink-module.ts";
 import type { ProfileSettings, ScenarioPlan } from "./scenarios.ts";
 
 export interface ScenarioResult {
@@ -34,13 +35,13 @@ function describeExit(run: ChildRun): string {
   return `exited with code ${run.code}${why ? `: ${why}` : ""}`;
 }
 
-function modulePath(module: string | URL): string {
-  return module instanceof URL || module.startsWith("file:") ? fileURLToPath(module) : module;
-}
-
-/** Runs one scenario: its crash runs, then a final run that must finish, then the checks. */
+/**
+ * Runs one scenario: its crash runs, then a final run that must finish, then the checks,
+ * which follow the sink's own declarations (`sink`).
+ */
 export async function runScenario(
   definition: ConformanceDefinition,
+  sink: SinkDeclarations,
   plan: ScenarioPlan,
   profile: ProfileSettings,
   seed: number,
@@ -68,9 +69,7 @@ export async function runScenario(
   });
 
   const base: ChildConfig = {
-    sinkModule: modulePath(definition.sinkModule),
-    sinkExport: definition.sinkExport ?? "createSink",
-    sinkOptions: definition.sinkOptions ?? null,
+    ...sinkModuleConfig(definition),
     scope,
     records: profile.records,
     parallelism: 2,
@@ -79,11 +78,10 @@ export async function runScenario(
     checkpointTimeoutMs: 5_000,
     notifications: "normal",
   };
-  const exactlyOnce = definition.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
+  const exactlyOnce = sink.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
   // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1).
   const early = new Set<number>();
-  const poll =
-    exactlyOnce && definition.lifecycle !== "idempotent" ? visibilityWatch(definition, scope, early) : undefined;
+  const poll = exactlyOnce && sink.lifecycle !== "idempotent" ? visibilityWatch(definition, scope, early) : undefined;
   let declined = 0;
 
   await definition.setup?.(scope);
@@ -146,7 +144,7 @@ export async function runScenario(
       visibleBeforeComplete: [...early].sort((a, b) => a - b),
       lingering: (await definition.probeLingering?.(scope)) ?? [],
     };
-    failures.push(...violations(check, definition.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
+    failures.push(...violations(check, sink.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
     if (check.duplicated.length > 0 && failures.length === 0) {
       notes.push(`${check.duplicated.length} ids duplicated, as at-least-once allows`);
     }

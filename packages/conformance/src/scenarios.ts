@@ -1,5 +1,6 @@
 import { DeliveryGuarantee, FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core";
-import type { ConformanceDefinition, ScenarioName } from "./definition.ts";
+import type { SinkDeclarations } from "./declarations.ts";
+import type { ConformanceDefinition, ScenarioName, SinkLifecycle } from "./definition.ts";
 import type { ChildConfig } from "./harness/child-protocol.ts";
 
 /** One run of the job inside a scenario, before the final run that must finish. */
@@ -40,24 +41,27 @@ export const PROFILES: Record<Profile, ProfileSettings> = {
 };
 
 /** The fault points a sink of this lifecycle passes through. */
-export function faultPointsOf(definition: ConformanceDefinition): readonly FaultPoint[] {
-  if (definition.lifecycle === "idempotent") return ["mid-write", "after-pre-commit", "after-checkpoint-durable"];
+export function faultPointsOf(sink: { readonly lifecycle: SinkLifecycle }): readonly FaultPoint[] {
+  if (sink.lifecycle === "idempotent") return ["mid-write", "after-pre-commit", "after-checkpoint-durable"];
   return FAULT_POINTS;
 }
 
 /**
- * Every scenario, with why it does not apply to a sink (undefined when it does). The
- * occurrence numbers put each crash a few checkpoints into a run at parallelism 2.
+ * Every scenario, with why it does not apply to a sink (undefined when it does), from the
+ * sink's own declarations. The occurrence numbers put each crash a few checkpoints into a
+ * run at parallelism 2.
  */
 export function planScenarios(
   definition: ConformanceDefinition,
+  sink: SinkDeclarations,
   profile: ProfileSettings,
   seed: number,
 ): Array<{ plan: ScenarioPlan; notApplicable?: string }> {
-  const points = new Set(faultPointsOf(definition));
+  const points = new Set(faultPointsOf(sink));
   const needs = (point: FaultPoint) =>
-    points.has(point) ? undefined : `a ${definition.lifecycle} sink never reaches the ${point} fault point`;
-  const rescale = definition.capabilities?.rescale ? undefined : "the sink does not declare capabilities.rescale";
+    points.has(point) ? undefined : `a ${sink.lifecycle} sink never reaches the ${point} fault point`;
+  const canRescale = sink.capabilities.rescale === true;
+  const rescale = canRescale ? undefined : "the sink does not declare capabilities.rescale";
   const crash = (name: ScenarioName, description: string, ...faults: Array<`${FaultPoint}@${number}`>) => ({
     plan: { name, description, runs: faults.map((fault) => ({ fault })) },
     notApplicable: faults.map((f) => needs(f.split("@")[0] as FaultPoint)).find((r) => r !== undefined),
@@ -68,7 +72,7 @@ export function planScenarios(
   const chaosRuns: RunPlan[] = Array.from({ length: profile.chaosKills }, () => ({
     fault: `${pick(chaosPoints)}@${1 + Math.floor(random() * 8)}` as const,
     mayFinish: true,
-    ...(definition.capabilities?.rescale ? { parallelism: 1 + Math.floor(random() * 3) } : {}),
+    ...(canRescale ? { parallelism: 1 + Math.floor(random() * 3) } : {}),
   }));
   return [
     { plan: { name: "clean-run", description: "one run, no faults", runs: [] } },
@@ -159,14 +163,14 @@ export function planScenarios(
       notApplicable:
         definition.transactionTimeoutMs === undefined
           ? "the sink's external system has no transaction timeout (definition.transactionTimeoutMs)"
-          : definition.guarantee !== DeliveryGuarantee.EXACTLY_ONCE
+          : sink.guarantee !== DeliveryGuarantee.EXACTLY_ONCE
             ? "only exactly-once sinks hold transactions"
             : undefined,
     },
     {
       plan: {
         name: "chaos",
-        description: `${profile.chaosKills} SIGKILLs at random fault points${definition.capabilities?.rescale ? " and parallelisms" : ""} (seed ${seed})`,
+        description: `${profile.chaosKills} SIGKILLs at random fault points${canRescale ? " and parallelisms" : ""} (seed ${seed})`,
         runs: chaosRuns,
       },
     },

@@ -1,4 +1,5 @@
-import type { ConformanceDefinition, ScenarioName } from "./definition.ts";
+import { describeDeclarations, sinkDeclarations } from "./declarations.ts";
+import { type ConformanceDefinition, SCENARIOS, type ScenarioName } from "./definition.ts";
 import { runScenario, type ScenarioResult } from "./run-scenario.ts";
 import { PROFILES, type Profile, planScenarios, type ScenarioPlan } from "./scenarios.ts";
 
@@ -24,10 +25,15 @@ export function resolveOptions(options: SuiteOptions = {}): { profile: Profile; 
   return { profile, seed };
 }
 
-/** The scenarios for a sink, each with its skip reason: the author's, or a capability it lacks. */
+/**
+ * The scenarios for a sink, each with its skip reason: the author's, or a capability the
+ * sink does not declare. Planned from the sink's own declarations: builds one sink in a
+ * child process the first time (see {@link sinkDeclarations}), and throws a
+ * `ConformanceDefinitionError` when the definition claims what the sink does not declare.
+ */
 export function selectScenarios(definition: ConformanceDefinition, options: SuiteOptions = {}): SelectedScenario[] {
   const { profile, seed } = resolveOptions(options);
-  return planScenarios(definition, PROFILES[profile], seed)
+  return planScenarios(definition, sinkDeclarations(definition), PROFILES[profile], seed)
     .filter(({ plan }) => !options.only || options.only.includes(plan.name))
     .map(({ plan, notApplicable }) => {
       const skipReason = definition.skip?.[plan.name] ?? notApplicable;
@@ -55,7 +61,7 @@ export async function runSelected(
       durationMs: 0,
     };
   }
-  return runScenario(definition, selected.plan, PROFILES[profile], seed);
+  return runScenario(definition, sinkDeclarations(definition), selected.plan, PROFILES[profile], seed);
 }
 
 /** Explains a failed scenario: what broke, at which fault points, and how to replay it. */
@@ -77,7 +83,9 @@ export interface TestRunner {
 }
 
 /**
- * Registers one test a scenario. A connector's conformance test is a few lines:
+ * Registers one test a scenario, after a first test, "sink declarations", that fails when
+ * the definition claims what its sink does not declare (then no scenario runs). A
+ * connector's conformance test is a few lines:
  *
  * ```ts
  * import { describe, it } from "vitest";
@@ -92,7 +100,24 @@ export function conformanceSuite(
 ): void {
   const resolved = { ...options, ...resolveOptions(options) };
   runner.describe(`conformance: ${definition.name}`, () => {
-    for (const selected of selectScenarios(definition, resolved)) {
+    let scenarios: SelectedScenario[];
+    let declarations: string;
+    try {
+      declarations = describeDeclarations(sinkDeclarations(definition));
+      scenarios = selectScenarios(definition, resolved);
+    } catch (error) {
+      // Loud and first: the definition's test fails with what disagrees; nothing is planned from it.
+      const message = error instanceof Error ? error.message : String(error);
+      runner.it("sink declarations", async () => {
+        throw new Error(message);
+      });
+      for (const name of SCENARIOS.filter((n) => !resolved.only || resolved.only.includes(n))) {
+        runner.it.skip(`${name} (not run: see the failed "sink declarations")`, () => {});
+      }
+      return;
+    }
+    runner.it(`sink declarations (${declarations})`, async () => {});
+    for (const selected of scenarios) {
       if (selected.skipReason) {
         runner.it.skip(`${selected.plan.name} (skipped: ${selected.skipReason})`, () => {});
         continue;
@@ -109,7 +134,11 @@ export function conformanceSuite(
   });
 }
 
-/** Runs every scenario in turn (the CLI's path); `onResult` sees each as it ends. */
+/**
+ * Runs every scenario in turn (the CLI's path); `onResult` sees each as it ends. Throws a
+ * `ConformanceDefinitionError` before the first scenario when the definition claims what
+ * its sink does not declare.
+ */
 export async function runConformance(
   definition: ConformanceDefinition,
   options: SuiteOptions = {},

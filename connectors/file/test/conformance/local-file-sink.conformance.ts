@@ -1,11 +1,11 @@
 /**
  * The local file sink's conformance definition. The suite's child process loads this
- * module for `createSink`; the test process uses `definition`.
+ * module for `createSink`; the test process uses `definition`. The guarantee and
+ * capabilities are the sink's own (FileSink declares them); the suite reads them there.
  */
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConformanceDefinition, ConformanceRecord, SinkFactoryContext } from "@exactly/conformance";
-import { DeliveryGuarantee } from "@exactly/core";
 import { localFileSink } from "../../src/index.ts";
 import { idCounts, listOutput } from "../helpers.ts";
 
@@ -22,9 +22,6 @@ export function createSink(context: SinkFactoryContext) {
 export const definition: ConformanceDefinition = {
   name: "local file sink",
   sinkModule: new URL(import.meta.url),
-  guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-  lifecycle: "two-phase-commit",
-  capabilities: { rescale: true },
   async readCommitted(scope) {
     const dir = outDir(scope.dir);
     if (!(await readdir(scope.dir)).includes("out")) return [];

@@ -39,9 +39,8 @@ export function kafkaDefinition(
     name: `kafka sink (${guarantee})`,
     sinkModule: new URL(import.meta.url),
     sinkOptions: { brokers, guarantee },
+    // Stated, so the suite checks that the sink built from these options declares it.
     guarantee,
-    lifecycle: "two-phase-commit",
-    capabilities: { rescale: true },
     transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
     setup: (scope) => createTopic(kafka, topicOf(scope), PARTITIONS),
     async teardown(scope) {

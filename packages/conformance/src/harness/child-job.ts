@@ -3,10 +3,9 @@
  * the author's sink. The test process kills it with SIGKILL (EXACTLY_FAULT) or stops it
  * with SIGTERM (graceful stop), and reads the outcome line it prints when it ends.
  */
-import { isAbsolute, join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { join } from "node:path";
 import { type Batch, GeneratorSource, type Sink, StreamJob, silentLogger } from "@exactly/core";
-import type { ConformanceRecord, ConformanceSinkFactory } from "../definition.ts";
+import type { ConformanceRecord } from "../definition.ts";
 import {
   CHECKPOINTS,
   type ChildConfig,
@@ -15,6 +14,7 @@ import {
   OUTCOME_PREFIX,
   SINK_NAME,
 } from "./child-protocol.ts";
+import { loadSinkFactory } from "./sink-module.ts";
 
 const config = JSON.parse(process.env.CONFORMANCE_CONFIG ?? "{}") as ChildConfig;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -50,12 +50,7 @@ class ScenarioSink implements Sink<ConformanceRecord> {
   close = () => this.inner.close();
 }
 
-const moduleUrl = isAbsolute(config.sinkModule) ? pathToFileURL(config.sinkModule).href : config.sinkModule;
-const module = (await import(moduleUrl)) as Record<string, unknown>;
-const factory = module[config.sinkExport] as ConformanceSinkFactory | undefined;
-if (typeof factory !== "function") {
-  throw new Error(`${config.sinkModule} does not export a sink factory named ${config.sinkExport}`);
-}
+const factory = await loadSinkFactory(config.sinkModule, config.sinkExport);
 
 const job = new StreamJob({
   name: "conformance",

@@ -1,4 +1,4 @@
-import type { ScenarioScope } from "../definition.ts";
+import type { ScenarioScope, SinkLifecycle } from "../definition.ts";
 
 /** What the test process tells the child job, through the CONFORMANCE_CONFIG variable. */
 export interface ChildConfig {
@@ -32,6 +32,29 @@ export interface ChildOutcome {
 }
 
 export const OUTCOME_PREFIX = "CONFORMANCE_OUTCOME ";
+
+/** What the test process tells the probe, through the CONFORMANCE_PROBE variable. */
+export type ProbeConfig = Pick<ChildConfig, "sinkModule" | "sinkExport" | "sinkOptions" | "scope">;
+
+/**
+ * The one line the probe prints: what the sink instance the factory built declares. Read
+ * from the instance as the runtime sees it, unchecked: the test process judges it.
+ */
+export interface ProbedSink {
+  /** The sink's class name, for messages. */
+  readonly className: string;
+  readonly guarantee: unknown;
+  readonly capabilities: unknown;
+  /** The lifecycle of the base class the sink extends; null when it extends none of them. */
+  readonly baseClass: { readonly name: string; readonly lifecycle: SinkLifecycle } | null;
+}
+
+/** The one line the probe prints: the sink's declarations, or why no sink could be built. */
+export type ProbeOutcome =
+  | { readonly ok: true; readonly sink: ProbedSink }
+  | { readonly ok: false; readonly error: string };
+
+export const PROBE_PREFIX = "CONFORMANCE_SINK ";
 export const SINK_NAME = "conformance-sink";
 export const SOURCE_ID = "source:conformance";
 /** The generator's lanes: id i is in lane i mod LANES. */

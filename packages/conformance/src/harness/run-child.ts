@@ -28,6 +28,8 @@ export interface RunOptions {
 }
 
 const child = siblingScript(import.meta.url, "child-job");
+/** The script that builds one sink and prints its declarations (see probe-sink.ts). */
+export const probeScript = siblingScript(import.meta.url, "probe-sink");
 
 /** Runs the scenario job once in a child process and reports how it ended. */
 export async function runChild(config: ChildConfig, options: RunOptions = {}): Promise<ChildRun> {
