@@ -1,5 +1,3 @@
-export { runFixture } from "../../../test/support/run-fixture.ts";
-
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DeliveryGuarantee, type SinkCapabilities } from "@exactly/core";
+import { DeliveryGuarantee, ExactlyError, type SinkCapabilities } from "@exactly/core";
 import type { ConformanceDefinition, SinkLifecycle } from "./definition.ts";
 import { PROBE_PREFIX, type ProbeConfig, type ProbedSink, type ProbeOutcome } from "./harness/child-protocol.ts";
 import { probeScript } from "./harness/run-child.ts";
@@ -31,8 +31,10 @@ export interface SinkDeclarations {
  * The definition and its sink disagree, or the sink's declarations could not be read. The
  * suite reports it before any scenario runs.
  */
-export class ConformanceDefinitionError extends Error {
-  override readonly name = "ConformanceDefinitionError";
+export class ConformanceDefinitionError extends ExactlyError {
+  constructor(message: string) {
+    super("CONFORMANCE_DEFINITION", message);
+  }
 }
 
 const GUARANTEES: readonly DeliveryGuarantee[] = Object.values(DeliveryGuarantee);
