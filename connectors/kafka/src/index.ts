@@ -18,5 +18,5 @@ export {
   type KafkaStartPosition,
   valueAsString,
 } from "./kafka-source.ts";
-export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs-internals.ts";
+export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
 export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

@@ -26,18 +26,15 @@ import {
   resolveClient,
   validateTransactionTimeout,
 } from "./kafka-config.ts";
+import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import {
   beginTransaction,
-  createCluster,
   createPlainProducer,
-  endTransaction,
-  fenceTransactionalId,
-  type InternalCluster,
-  listTransactions,
   type PlainProducer,
   type TopicMessages,
   type TransactionalProducer,
-} from "./kafkajs-internals.ts";
+} from "./kafkajs/producers.ts";
+import { endTransaction, fenceTransactionalId, listTransactions } from "./kafkajs/transactions.ts";
 import { type KafkaTransactionState, parseTransactionalId, SlotPool, transactionalIdOf } from "./transaction-ids.ts";
 
 /** One Kafka record as the serializer makes it. */

@@ -9,14 +9,9 @@ import {
 } from "@exactly/core";
 import type { IHeaders, Kafka } from "kafkajs";
 import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
-import {
-  commitGroupOffsets,
-  createCluster,
-  type FetchedPartition,
-  type FetchedRecord,
-  fetchCommitted,
-  type InternalCluster,
-} from "./kafkajs-internals.ts";
+import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
+import { type FetchedPartition, type FetchedRecord, fetchCommitted } from "./kafkajs/fetch.ts";
+import { commitGroupOffsets } from "./kafkajs/group-offsets.ts";
 
 /** A record as read from Kafka (only committed ones: read_committed). */
 export interface KafkaRecord {

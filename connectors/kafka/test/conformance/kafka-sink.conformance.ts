@@ -6,7 +6,8 @@
 import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
 import type { DeliveryGuarantee } from "@exactly/core";
 import { KafkaSink } from "../../src/index.ts";
-import { createCluster, listTransactions } from "../../src/kafkajs-internals.ts";
+import { createCluster } from "../../src/kafkajs/cluster.ts";
+import { listTransactions } from "../../src/kafkajs/transactions.ts";
 import { createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
 
 interface KafkaConformanceOptions {
