@@ -4,6 +4,7 @@ export {
   type KafkaConnectionOptions,
   minimumTransactionTimeout,
 } from "./kafka-config.ts";
+export { OffsetOutOfRangeError } from "./kafka-errors.ts";
 export {
   KafkaSink,
   type KafkaSinkMessage,

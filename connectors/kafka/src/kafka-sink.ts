@@ -3,12 +3,10 @@ import {
   type CommitContext,
   ConfigurationError,
   DeliveryGuarantee,
-  isTransientByDefault,
   type LingeringContext,
   RecordWriteError,
   type RetryOptions,
   reachFault,
-  requirePositiveInteger,
   type SinkCapabilities,
   type SinkContext,
   type TransactionContext,
@@ -26,6 +24,7 @@ import {
   resolveClient,
   validateTransactionTimeout,
 } from "./kafka-config.ts";
+import { errorType, FENCED, isRetriableKafkaError } from "./kafka-errors.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import {
   beginTransaction,
@@ -35,6 +34,8 @@ import {
   type TransactionalProducer,
 } from "./kafkajs/producers.ts";
 import { endTransaction, fenceTransactionalId, listTransactions } from "./kafkajs/transactions.ts";
+import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
+import { claimPrefix, releasePrefix } from "./prefix-registry.ts";
 import { type KafkaTransactionState, parseTransactionalId, SlotPool, transactionalIdOf } from "./transaction-ids.ts";
 
 /** One Kafka record as the serializer makes it. */
@@ -88,159 +89,6 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionOptions {
 /** One transaction of the sink, as checkpointed: a Kafka transaction, or a flush window (AT_LEAST_ONCE, NONE). */
 export type KafkaSinkTransaction = ({ readonly kind: "kafka" } & KafkaTransactionState) | { readonly kind: "window" };
 
-/** Errors the transaction coordinator answers when the stored epoch no longer holds the transaction. */
-const FENCED = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]);
-const RETRIABLE_COORDINATOR = new Set([
-  "CONCURRENT_TRANSACTIONS",
-  "COORDINATOR_LOAD_IN_PROGRESS",
-  "COORDINATOR_NOT_AVAILABLE",
-  "NOT_COORDINATOR",
-  "REQUEST_TIMED_OUT",
-]);
-const RETRIABLE_ERROR_NAMES = new Set([
-  "KafkaJSConnectionError",
-  "KafkaJSConnectionClosedError",
-  "KafkaJSRequestTimeoutError",
-  "KafkaJSBrokerNotFound",
-  "KafkaJSGroupCoordinatorNotFound",
-  "KafkaJSLockTimeout",
-]);
-
-function errorType(error: unknown): string | undefined {
-  const type = (error as { type?: unknown } | undefined)?.type;
-  return typeof type === "string" ? type : undefined;
-}
-
-function isRetriableKafkaError(error: unknown): boolean {
-  if (error instanceof TransientError || isTransientByDefault(error)) return true;
-  const type = errorType(error);
-  if (type !== undefined && RETRIABLE_COORDINATOR.has(type)) return true;
-  const name = (error as { name?: unknown } | undefined)?.name;
-  return typeof name === "string" && RETRIABLE_ERROR_NAMES.has(name);
-}
-
-// ---- process-wide registry of transactional id prefixes ------------------------------------
-
-interface PrefixOwner {
-  readonly sinkId: string;
-  readonly subtasks: Set<number>;
-}
-
-/** On globalThis, so two copies of this module (sources and build) still share it. */
-const REGISTRY_KEY = Symbol.for("@exactly/kafka:transactionalIdPrefixes");
-function prefixRegistry(): Map<string, PrefixOwner> {
-  const holder = globalThis as unknown as Record<symbol, Map<string, PrefixOwner> | undefined>;
-  let registry = holder[REGISTRY_KEY];
-  if (!registry) {
-    registry = new Map();
-    holder[REGISTRY_KEY] = registry;
-  }
-  return registry;
-}
-
-/** Two sinks on one prefix would abort each other's transactions as lingering (I7). */
-function claimPrefix(prefix: string, sinkId: string, subtask: number): void {
-  const registry = prefixRegistry();
-  const owner = registry.get(prefix);
-  if (owner && (owner.sinkId !== sinkId || owner.subtasks.has(subtask))) {
-    throw new ConfigurationError(
-      "transactionalIdPrefix",
-      `"${prefix}" is already used by sink ${owner.sinkId} in this process; every Kafka sink needs its own prefix`,
-    );
-  }
-  if (owner) owner.subtasks.add(subtask);
-  else registry.set(prefix, { sinkId, subtasks: new Set([subtask]) });
-}
-
-function releasePrefix(prefix: string, subtask: number): void {
-  const registry = prefixRegistry();
-  const owner = registry.get(prefix);
-  if (!owner) return;
-  owner.subtasks.delete(subtask);
-  if (owner.subtasks.size === 0) registry.delete(prefix);
-}
-
-// ---- batching sends -------------------------------------------------------------------------
-
-/**
- * Accumulates messages and sends them in batches, a bounded number in flight: one promise a
- * batch, not one a record. The first failure is kept and thrown by the next add or flush.
- */
-class Outbox {
-  private topics = new Map<string, Message[]>();
-  private records = 0;
-  private bytes = 0;
-  private readonly inFlight: Promise<void>[] = [];
-  private failure: { error: unknown } | undefined;
-  private readonly send: (batch: TopicMessages[]) => Promise<unknown>;
-  private readonly limits: { records: number; bytes: number; inFlight: number };
-
-  constructor(
-    send: (batch: TopicMessages[]) => Promise<unknown>,
-    limits: { records: number; bytes: number; inFlight: number },
-  ) {
-    this.send = send;
-    this.limits = limits;
-  }
-
-  add(topic: string, message: Message, size: number): void {
-    let list = this.topics.get(topic);
-    if (!list) {
-      list = [];
-      this.topics.set(topic, list);
-    }
-    list.push(message);
-    this.records++;
-    this.bytes += size;
-  }
-
-  get full(): boolean {
-    return this.records >= this.limits.records || this.bytes >= this.limits.bytes;
-  }
-
-  /** Sends what is buffered; waits while too many sends are in flight. */
-  async dispatch(): Promise<void> {
-    this.throwIfFailed();
-    if (this.records > 0) {
-      const batch = [...this.topics].map(([topic, messages]) => ({ topic, messages }));
-      this.topics = new Map();
-      this.records = 0;
-      this.bytes = 0;
-      const sending: Promise<void> = this.send(batch).then(
-        () => {
-          this.inFlight.splice(this.inFlight.indexOf(sending), 1);
-        },
-        (error: unknown) => {
-          this.inFlight.splice(this.inFlight.indexOf(sending), 1);
-          this.failure ??= { error };
-        },
-      );
-      this.inFlight.push(sending);
-    }
-    while (this.inFlight.length >= this.limits.inFlight) await Promise.race(this.inFlight);
-    this.throwIfFailed();
-  }
-
-  /** Sends everything and waits until the broker acknowledged all of it. */
-  async flush(): Promise<void> {
-    await this.dispatch();
-    while (this.inFlight.length > 0) await Promise.race(this.inFlight);
-    this.throwIfFailed();
-  }
-
-  /** Drops what is buffered and waits for sends in flight, ignoring their outcome. */
-  async discard(): Promise<void> {
-    this.topics = new Map();
-    this.records = 0;
-    this.bytes = 0;
-    await Promise.allSettled([...this.inFlight]);
-  }
-
-  private throwIfFailed(): void {
-    if (this.failure) throw this.failure.error;
-  }
-}
-
 function defaultSerializer(record: unknown): KafkaSinkMessage {
   if (typeof record === "string" || Buffer.isBuffer(record)) return { value: record };
   return { value: JSON.stringify(record) };
@@ -273,7 +121,7 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
   private readonly serialize: (record: T) => KafkaSinkMessage;
   private readonly prefix: string | undefined;
   private readonly timeoutMs: number | undefined;
-  private readonly limits: { records: number; bytes: number; inFlight: number };
+  private readonly limits: SendLimits;
   private kafka: Kafka | undefined;
   private cluster: InternalCluster | undefined;
   private producer: PlainProducer | undefined;
@@ -312,11 +160,7 @@ export class KafkaSink<T> extends TwoPhaseCommitSink<T, KafkaSinkTransaction> {
     this.timeoutMs = timeoutMs;
     this.sinkOptions = options;
     this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
-    this.limits = {
-      records: requirePositiveInteger("maxBatchRecords", options.maxBatchRecords ?? 5000),
-      bytes: requirePositiveInteger("maxBatchBytes", options.maxBatchBytes ?? 512 * 1024),
-      inFlight: requirePositiveInteger("maxInFlightSends", options.maxInFlightSends ?? 2),
-    };
+    this.limits = sendLimits(options);
   }
 
   private get exactlyOnce(): boolean {
