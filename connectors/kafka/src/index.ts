@@ -1,17 +1,17 @@
 export {
-  KafkaAtLeastOnceSink,
-  type KafkaAtLeastOnceSinkOptions,
-  KafkaNoGuaranteeSink,
-  type KafkaNoGuaranteeSinkOptions,
-  KafkaPlainSink,
-} from "./kafka-at-least-once-sink.ts";
-export {
   type CheckpointTiming,
   type KafkaClient,
   type KafkaConnectionOptions,
   minimumTransactionTimeout,
 } from "./kafka-config.ts";
 export { OffsetOutOfRangeError } from "./kafka-errors.ts";
+export {
+  KafkaAtLeastOnceSink,
+  type KafkaAtLeastOnceSinkOptions,
+  KafkaNoGuaranteeSink,
+  type KafkaNoGuaranteeSinkOptions,
+  KafkaPlainSink,
+} from "./kafka-plain-sink.ts";
 // `KafkaSink` was one class for every guarantee; it is now the type of what `kafkaSink()`
 // makes. Construct `KafkaTransactionalSink` (EXACTLY_ONCE), `KafkaAtLeastOnceSink` or
 // `KafkaNoGuaranteeSink` directly, or let `kafkaSink({ guarantee })` pick.

@@ -5,7 +5,7 @@
  * nothing ({@link KafkaAtLeastOnceSink}, {@link KafkaNoGuaranteeSink}).
  */
 import { ConfigurationError, DeliveryGuarantee } from "@exactly/core";
-import { KafkaAtLeastOnceSink, KafkaNoGuaranteeSink } from "./kafka-at-least-once-sink.ts";
+import { KafkaAtLeastOnceSink, KafkaNoGuaranteeSink } from "./kafka-plain-sink.ts";
 import { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
 import type { KafkaTransactionState } from "./transaction-ids.ts";
 
