@@ -4,13 +4,18 @@ export {
   type KafkaConnectionOptions,
   minimumTransactionTimeout,
 } from "./kafka-config.ts";
+export { OffsetOutOfRangeError } from "./kafka-errors.ts";
 export {
-  KafkaSink,
-  type KafkaSinkMessage,
-  type KafkaSinkOptions,
-  type KafkaSinkTransaction,
-  kafkaSink,
-} from "./kafka-sink.ts";
+  KafkaAtLeastOnceSink,
+  type KafkaAtLeastOnceSinkOptions,
+  KafkaNoGuaranteeSink,
+  type KafkaNoGuaranteeSinkOptions,
+  KafkaPlainSink,
+} from "./kafka-plain-sink.ts";
+// `KafkaSink` was one class for every guarantee; it is now the type of what `kafkaSink()`
+// makes. Construct `KafkaTransactionalSink` (EXACTLY_ONCE), `KafkaAtLeastOnceSink` or
+// `KafkaNoGuaranteeSink` directly, or let `kafkaSink({ guarantee })` pick.
+export { type KafkaSink, type KafkaSinkOptions, type KafkaSinkTransaction, kafkaSink } from "./kafka-sink.ts";
 export {
   type KafkaRecord,
   KafkaSource,
@@ -18,5 +23,7 @@ export {
   type KafkaStartPosition,
   valueAsString,
 } from "./kafka-source.ts";
-export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs-internals.ts";
+export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
+export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
+export type { KafkaSinkMessage, KafkaWriteOptions } from "./record-writer.ts";
 export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

@@ -4,7 +4,7 @@ import kafkajs, { type Kafka } from "kafkajs";
 /**
  * The part of a kafkajs `Kafka` client the connector calls. Pass your own client to share its
  * SSL, SASL, logging and retry settings; it must be a kafkajs 2.2.4 `Kafka` instance, since
- * the transactional paths build on its internal cluster factory (see kafkajs-internals.ts).
+ * the transactional paths build on its internal cluster factory (see kafkajs/cluster.ts).
  */
 export type KafkaClient = Pick<Kafka, "producer" | "admin" | "logger">;
 

@@ -9,14 +9,10 @@ import {
 } from "@exactly/core";
 import type { IHeaders, Kafka } from "kafkajs";
 import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
-import {
-  commitGroupOffsets,
-  createCluster,
-  type FetchedPartition,
-  type FetchedRecord,
-  fetchCommitted,
-  type InternalCluster,
-} from "./kafkajs-internals.ts";
+import { errorType, OffsetOutOfRangeError } from "./kafka-errors.ts";
+import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
+import { type FetchedPartition, type FetchedRecord, fetchCommitted } from "./kafkajs/fetch.ts";
+import { commitGroupOffsets } from "./kafkajs/group-offsets.ts";
 
 /** A record as read from Kafka (only committed ones: read_committed). */
 export interface KafkaRecord {
@@ -302,10 +298,11 @@ class KafkaSourceReader<T> implements SourceReader<T> {
             })),
           });
         } catch (error) {
-          const type = (error as { type?: string }).type;
+          const type = errorType(error);
           if (type === "OFFSET_OUT_OF_RANGE") {
-            throw new Error(
-              `Kafka source ${this.source.name}: a checkpointed offset is out of range (deleted by retention?) on ${splits.map((s) => s.id).join(", ")}`,
+            throw new OffsetOutOfRangeError(
+              this.source.name,
+              splits.map((s) => s.id),
               { cause: error },
             );
           }

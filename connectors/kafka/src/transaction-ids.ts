@@ -32,6 +32,15 @@ export interface KafkaTransactionState {
   readonly slot: number;
 }
 
+/**
+ * A transaction as the sink checkpoints and restores it: exactly these fields, so a state an
+ * older version wrote (whose transactions also carried a `kind`) restores to the same shape.
+ */
+export function transactionState(txn: KafkaTransactionState): KafkaTransactionState {
+  const { transactionalId, producerId, epoch, subtask, slot } = txn;
+  return { transactionalId, producerId, epoch, subtask, slot };
+}
+
 export function transactionalIdOf(prefix: string, subtask: number, slot: number): string {
   return `${prefix}-${subtask}-${slot}`;
 }

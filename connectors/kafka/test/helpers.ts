@@ -2,7 +2,8 @@ export { runFixture } from "../../../test/support/run-fixture.ts";
 
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Kafka } from "kafkajs";
-import { createCluster, fetchCommitted } from "../src/kafkajs-internals.ts";
+import { createCluster } from "../src/kafkajs/cluster.ts";
+import { fetchCommitted } from "../src/kafkajs/fetch.ts";
 
 export function newKafka(brokers: string[]): Kafka {
   return new kafkajs.Kafka({ clientId: "exactly-kafka-test", brokers, logLevel: kafkajs.logLevel.NOTHING });
@@ -30,7 +31,7 @@ export async function createTopic(kafka: Kafka, topic: string, partitions = 1): 
  * partition's last stable offset (LSO = HWM once no transaction is open, which the tests
  * assert first). Records of aborted transactions and control records are dropped by
  * fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
- * interleaved aborted transactions through (see kafkajs-internals.ts, withoutAborted).
+ * interleaved aborted transactions through (see src/kafkajs/fetch.ts, withoutAborted).
  */
 export async function readCommitted(
   kafka: Kafka,

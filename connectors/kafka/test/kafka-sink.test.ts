@@ -15,7 +15,7 @@ import {
 } from "@exactly/core";
 import { describe, expect, it } from "vitest";
 import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { KafkaSink, kafkaSink } from "../src/index.ts";
+import { KafkaTransactionalSink, kafkaSink } from "../src/index.ts";
 import {
   createTopic,
   exactlyOnceReport,
@@ -92,7 +92,7 @@ describe("KafkaSink", () => {
   );
 
   it("refuses a transaction timeout above the broker's transaction.max.timeout.ms", async () => {
-    const sink = new KafkaSink({
+    const sink = new KafkaTransactionalSink({
       brokers: kafkaBrokers(),
       topic: "unused",
       transactionalIdPrefix: uniqueName("too-long"),
@@ -107,7 +107,7 @@ describe("KafkaSink", () => {
 
   it("refuses a transaction timeout below checkpoint interval + timeout + restart delay", () => {
     const make = () =>
-      new KafkaSink({
+      new KafkaTransactionalSink({
         brokers: kafkaBrokers(),
         topic: "unused",
         transactionalIdPrefix: uniqueName("too-short"),
@@ -162,12 +162,14 @@ describe("KafkaSink", () => {
       }
       return undefined;
     };
-    expect(settingOf(() => new KafkaSink({ brokers: kafkaBrokers(), topic: "t", transactionalIdPrefix: "p" }))).toBe(
-      "transactionTimeoutMs",
-    );
-    expect(settingOf(() => new KafkaSink({ brokers: kafkaBrokers(), topic: "t", transactionTimeoutMs: 60_000 }))).toBe(
-      "transactionalIdPrefix",
-    );
+    expect(
+      settingOf(() => new KafkaTransactionalSink({ brokers: kafkaBrokers(), topic: "t", transactionalIdPrefix: "p" })),
+    ).toBe("transactionTimeoutMs");
+    expect(
+      settingOf(
+        () => new KafkaTransactionalSink({ brokers: kafkaBrokers(), topic: "t", transactionTimeoutMs: 60_000 }),
+      ),
+    ).toBe("transactionalIdPrefix");
   });
 
   it("refuses a second sink with the same transactionalIdPrefix in one process", async () => {
@@ -178,8 +180,8 @@ describe("KafkaSink", () => {
       transactionalIdPrefix: prefix,
       transactionTimeoutMs: 60_000,
     };
-    const first = new KafkaSink(options);
-    const second = new KafkaSink(options);
+    const first = new KafkaTransactionalSink(options);
+    const second = new KafkaTransactionalSink(options);
     await first.open(sinkContext("first"));
     const error = await rejection(second.open(sinkContext("second")));
     await second.close();
@@ -187,7 +189,7 @@ describe("KafkaSink", () => {
     expect((error as ConfigurationError).setting).toBe("transactionalIdPrefix");
     await first.close();
     // Once the first sink closed, the prefix is free again (a restart in the same process).
-    const third = new KafkaSink(options);
+    const third = new KafkaTransactionalSink(options);
     await third.open(sinkContext("second"));
     await third.close();
   });

@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { beginTransaction, createCluster, endTransaction } from "../src/kafkajs-internals.ts";
+import { createCluster } from "../src/kafkajs/cluster.ts";
+import { beginTransaction } from "../src/kafkajs/producers.ts";
+import { endTransaction } from "../src/kafkajs/transactions.ts";
 import {
   createTopic,
   exactlyOnceReport,

@@ -6,15 +6,10 @@
 import type { Kafka } from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import {
-  beginTransaction,
-  createCluster,
-  endTransaction,
-  fenceTransactionalId,
-  type InternalCluster,
-  listTransactions,
-  PINNED_KAFKAJS_VERSION,
-} from "../src/kafkajs-internals.ts";
+import { createCluster, type InternalCluster } from "../src/kafkajs/cluster.ts";
+import { PINNED_KAFKAJS_VERSION } from "../src/kafkajs/load.ts";
+import { beginTransaction } from "../src/kafkajs/producers.ts";
+import { endTransaction, fenceTransactionalId, listTransactions } from "../src/kafkajs/transactions.ts";
 import { createTopic, newKafka, partitionEnds, readCommitted, uniqueName } from "./helpers.ts";
 
 const TIMEOUT = 60_000;

@@ -1,0 +1,61 @@
+/**
+ * What a Kafka error means for the connector. kafkajs rejects with errors whose `type` names
+ * the protocol error code and whose `name` names its own client errors; the sinks decide
+ * from these whether to retry, and when a commit's answer means the transaction is lost.
+ */
+import { ExactlyError, isTransientByDefault, TransientError } from "@exactly/core";
+
+/** Errors the transaction coordinator answers when the stored epoch no longer holds the transaction. */
+export const FENCED = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"]);
+
+/** Coordinator answers that pass: it is busy completing a transaction, loading, or moving. */
+export const RETRIABLE_COORDINATOR = new Set([
+  "CONCURRENT_TRANSACTIONS",
+  "COORDINATOR_LOAD_IN_PROGRESS",
+  "COORDINATOR_NOT_AVAILABLE",
+  "NOT_COORDINATOR",
+  "REQUEST_TIMED_OUT",
+]);
+
+/** kafkajs's own errors of a connection or lookup that a retry may get past. */
+export const RETRIABLE_ERROR_NAMES = new Set([
+  "KafkaJSConnectionError",
+  "KafkaJSConnectionClosedError",
+  "KafkaJSRequestTimeoutError",
+  "KafkaJSBrokerNotFound",
+  "KafkaJSGroupCoordinatorNotFound",
+  "KafkaJSLockTimeout",
+]);
+
+/** The protocol error a kafkajs error carries (INVALID_PRODUCER_EPOCH, …), if any. */
+export function errorType(error: unknown): string | undefined {
+  const type = (error as { type?: unknown } | undefined)?.type;
+  return typeof type === "string" ? type : undefined;
+}
+
+/** Whether a retry of the same request may succeed: a busy or moving coordinator, a lost connection. */
+export function isRetriableKafkaError(error: unknown): boolean {
+  if (error instanceof TransientError || isTransientByDefault(error)) return true;
+  const type = errorType(error);
+  if (type !== undefined && RETRIABLE_COORDINATOR.has(type)) return true;
+  const name = (error as { name?: unknown } | undefined)?.name;
+  return typeof name === "string" && RETRIABLE_ERROR_NAMES.has(name);
+}
+
+/**
+ * The broker no longer has the records at a checkpointed offset (retention deleted them, or
+ * the topic was recreated). Resuming elsewhere would skip or repeat records silently, so the
+ * source fails instead, naming the splits.
+ */
+export class OffsetOutOfRangeError extends ExactlyError {
+  /** The splits (`topic:partition`) of the failed fetch. */
+  readonly splits: readonly string[];
+  constructor(source: string, splits: readonly string[], options?: ErrorOptions) {
+    super(
+      "OFFSET_OUT_OF_RANGE",
+      `Kafka source ${source}: a checkpointed offset is out of range (deleted by retention?) on ${splits.join(", ")}`,
+      options,
+    );
+    this.splits = splits;
+  }
+}

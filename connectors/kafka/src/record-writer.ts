@@ -1,0 +1,96 @@
+/**
+ * Records to Kafka messages, into an {@link Outbox}: the write path every Kafka sink shares,
+ * whatever it promises. What the sinks differ in is where the outbox sends (a transaction, or
+ * a plain producer) and what the barrier waits for.
+ */
+import { type Batch, ConfigurationError, RecordWriteError } from "@exactly/core";
+import type { IHeaders, Message } from "kafkajs";
+import type { KafkaConnectionOptions } from "./kafka-config.ts";
+import type { TopicMessages } from "./kafkajs/producers.ts";
+import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
+
+/** One Kafka record as the serializer makes it. */
+export interface KafkaSinkMessage {
+  /** Overrides the sink's `topic` for this record. */
+  readonly topic?: string;
+  readonly key?: Buffer | string | null;
+  readonly value: Buffer | string | null;
+  readonly headers?: IHeaders;
+  /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
+  readonly partition?: number;
+  /** Record timestamp in ms; default: the time of sending. */
+  readonly timestamp?: number;
+}
+
+/** What every Kafka sink takes, whatever its guarantee: where to connect, what to write, how to batch. */
+export interface KafkaWriteOptions<T> extends KafkaConnectionOptions {
+  /** Topic of every record whose serialized message names none. */
+  readonly topic?: string;
+  /** Record → Kafka message. Default: strings and Buffers as they are, anything else as JSON. */
+  readonly serializer?: (record: T) => KafkaSinkMessage;
+  /** Records buffered before a send. Default 5000. */
+  readonly maxBatchRecords?: number;
+  /** Approximate bytes (keys + values) buffered before a send; keep it below the broker's message.max.bytes. Default 512 KiB. */
+  readonly maxBatchBytes?: number;
+  /** Sends awaiting the broker before a write waits (bounds memory). Default 2. */
+  readonly maxInFlightSends?: number;
+}
+
+function defaultSerializer(record: unknown): KafkaSinkMessage {
+  if (typeof record === "string" || Buffer.isBuffer(record)) return { value: record };
+  return { value: JSON.stringify(record) };
+}
+
+function sizeOf(value: Buffer | string | null | undefined): number {
+  if (value === null || value === undefined) return 0;
+  return typeof value === "string" ? value.length : value.byteLength;
+}
+
+/** Serializes records into outboxes; checks the write options once, when the sink is made. */
+export class RecordWriter<T> {
+  private readonly serialize: (record: T) => KafkaSinkMessage;
+  private readonly topic: string | undefined;
+  private readonly limits: SendLimits;
+
+  constructor(options: KafkaWriteOptions<T>) {
+    if (!options.client && (!options.brokers || options.brokers.length === 0)) {
+      throw new ConfigurationError("brokers", "give the bootstrap servers, or a kafkajs client as `client`");
+    }
+    this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
+    this.topic = options.topic;
+    this.limits = sendLimits(options);
+  }
+
+  /** An outbox that sends through `send`, with the sink's batching limits. */
+  outbox(send: (batch: TopicMessages[]) => Promise<unknown>): Outbox {
+    return new Outbox(send, this.limits);
+  }
+
+  /**
+   * Adds the batch's records to `outbox`, sending whenever it is full. A record the
+   * serializer refuses, or that names no topic, fails as a {@link RecordWriteError} naming it.
+   */
+  async write(outbox: Outbox, batch: Batch<T>): Promise<void> {
+    const { values: records, positions } = batch;
+    for (let i = 0; i < records.length; i++) {
+      let topic: string;
+      let message: Message;
+      try {
+        const out = this.serialize(records[i] as T);
+        const target = out.topic ?? this.topic;
+        if (!target)
+          throw new ConfigurationError("topic", "the record names no topic and the sink has no default topic");
+        topic = target;
+        message = { value: out.value };
+        if (out.key !== undefined) message.key = out.key;
+        if (out.headers !== undefined) message.headers = out.headers;
+        if (out.partition !== undefined) message.partition = out.partition;
+        if (out.timestamp !== undefined) message.timestamp = String(out.timestamp);
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+      outbox.add(topic, message, sizeOf(message.value) + sizeOf(message.key) + 64);
+      if (outbox.full) await outbox.dispatch();
+    }
+  }
+}
