@@ -1,11 +1,12 @@
 import {
   type Batch,
   DeliveryGuarantee,
-  reachFault,
   type Sink,
   type SinkCapabilities,
   type SinkContext,
+  SinkNotOpenError,
 } from "@exactly/core";
+import { reachFault } from "@exactly/core/testing";
 import { resolveClient } from "./kafka-config.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import { createPlainProducer } from "./kafkajs/producers.ts";
@@ -82,7 +83,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   }
 
   private get openOutbox(): Outbox {
-    if (!this.outbox) throw new Error("sink is not open");
+    if (!this.outbox) throw new SinkNotOpenError();
     return this.outbox;
   }
 

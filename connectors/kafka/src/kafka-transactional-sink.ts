@@ -5,8 +5,8 @@ import {
   DeliveryGuarantee,
   type LingeringContext,
   type RetryOptions,
-  reachFault,
   type SinkCapabilities,
+  SinkNotOpenError,
   type TransactionContext,
   TransactionLostError,
   TransientError,
@@ -14,6 +14,7 @@ import {
   type TwoPhaseCommitState,
   withRetry,
 } from "@exactly/core";
+import { reachFault } from "@exactly/core/testing";
 import type { Kafka } from "kafkajs";
 import {
   type CheckpointTiming,
@@ -109,7 +110,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
   }
 
   private get kafkaCluster(): InternalCluster {
-    if (!this.cluster) throw new Error("sink is not open");
+    if (!this.cluster) throw new SinkNotOpenError();
     return this.cluster;
   }
 

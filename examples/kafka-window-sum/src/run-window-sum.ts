@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { seededRandom, siblingScript } from "@exactly/core";
+import { seededRandom, siblingScript } from "@exactly/core/testing";
 import kafkajs from "kafkajs";
 import { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
 import {

@@ -1,4 +1,5 @@
-import { DeliveryGuarantee, FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core";
+import { DeliveryGuarantee } from "@exactly/core";
+import { FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core/testing";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, SinkLifecycle } from "./definition.ts";
 import type { ChildConfig } from "./harness/child-protocol.ts";

@@ -23,7 +23,6 @@ export {
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
-export { FAULT_POINTS, type FaultPoint, reachFault } from "./faults/fault-points.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
@@ -32,7 +31,7 @@ export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } f
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
 export type { JobClient, JobEvents, JobResult, RestartStrategy } from "./runtime/job-runner.ts";
-export { hashKey, type Key, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export type { Key } from "./runtime/key-groups.ts";
 export {
   type CheckpointOptions,
   DataStream,
@@ -64,6 +63,3 @@ export { ArraySource } from "./sources/array-source.ts";
 export { FileSource, type FileSourceOptions } from "./sources/file-source.ts";
 export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generator-source.ts";
 export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
-export { siblingScript } from "./util/child-script.ts";
-export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";
-export { seededRandom } from "./util/seeded-random.ts";

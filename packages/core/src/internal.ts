@@ -4,5 +4,5 @@
  * written against.
  */
 
-export { hashKey, type Key, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export { hashKey, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
 export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";

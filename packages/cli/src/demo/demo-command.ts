@@ -2,7 +2,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import { mkdir, mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { siblingScript } from "@exactly/core";
+import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
 import { type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { FileSystemCheckpointStorage, siblingScript } from "@exactly/core";
+import { FileSystemCheckpointStorage } from "@exactly/core";
+import { siblingScript } from "@exactly/core/testing";
 import type { ConformanceDefinition, ScenarioScope } from "../definition.ts";
 import {
   CHECKPOINTS,
