@@ -1,6 +1,6 @@
 /**
  * The transactional id prefixes the exactly-once sinks of this process hold. Two sinks on one
- * prefix would abort each other's transactions as lingering (I7), so a second sink claiming a
+ * prefix would abort each other's transactions as lingering (I7, docs/design.md §3), so a second sink claiming a
  * prefix another sink holds is refused; the subtasks of one sink share theirs.
  */
 import { ConfigurationError } from "@exactly/core";

@@ -91,7 +91,7 @@ describe("KafkaSink", () => {
     },
   );
 
-  it("refuses a transaction timeout above the broker's transaction.max.timeout.ms", async () => {
+  it("I7: refuses a transaction timeout above the broker's transaction.max.timeout.ms", async () => {
     const sink = new KafkaTransactionalSink({
       brokers: kafkaBrokers(),
       topic: "unused",
@@ -105,7 +105,7 @@ describe("KafkaSink", () => {
     expect((error as Error).message).toContain("transaction.max.timeout.ms");
   });
 
-  it("refuses a transaction timeout below checkpoint interval + timeout + restart delay", () => {
+  it("I7: refuses a transaction timeout below checkpoint interval + timeout + restart delay", () => {
     const make = () =>
       new KafkaTransactionalSink({
         brokers: kafkaBrokers(),
@@ -123,7 +123,7 @@ describe("KafkaSink", () => {
     }
   });
 
-  it("refuses to start a job whose own checkpoint timing outlasts the transaction timeout", async () => {
+  it("I7: refuses to start a job whose own checkpoint timing outlasts the transaction timeout", async () => {
     const kafka = newKafka(kafkaBrokers());
     const topic = uniqueName("job-timing");
     await createTopic(kafka, topic, 1);
@@ -153,7 +153,7 @@ describe("KafkaSink", () => {
     expect(await readCommitted(kafka, topic, 1)).toEqual([]);
   });
 
-  it("requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {
+  it("I7: requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {
     const settingOf = (fn: () => unknown) => {
       try {
         fn();
@@ -172,7 +172,7 @@ describe("KafkaSink", () => {
     ).toBe("transactionalIdPrefix");
   });
 
-  it("refuses a second sink with the same transactionalIdPrefix in one process", async () => {
+  it("I7: refuses a second sink with the same transactionalIdPrefix in one process", async () => {
     const prefix = uniqueName("shared");
     const options = {
       brokers: kafkaBrokers(),

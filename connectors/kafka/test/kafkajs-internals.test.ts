@@ -43,7 +43,7 @@ describe("kafkajs internals", () => {
     expect(version).toBe(PINNED_KAFKAJS_VERSION);
   });
 
-  it("commits a pre-committed transaction from another connection by producer id and epoch, and a repeat is harmless", async () => {
+  it("I5: commits a pre-committed transaction from another connection by producer id and epoch, and a repeat is harmless", async () => {
     const kafka = newKafka(kafkaBrokers());
     const topic = uniqueName("internals-resume");
     await createTopic(kafka, topic);
@@ -67,7 +67,7 @@ describe("kafkajs internals", () => {
     expect(after?.lastStableOffset).toBe(after?.highWatermark);
   });
 
-  it("lists a lingering transaction, and fencing its id aborts it and unblocks read_committed readers", async () => {
+  it("I4: lists a lingering transaction, and fencing its id aborts it and unblocks read_committed readers", async () => {
     const kafka = newKafka(kafkaBrokers());
     const topic = uniqueName("internals-linger");
     await createTopic(kafka, topic);

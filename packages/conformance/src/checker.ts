@@ -5,7 +5,7 @@ export interface CheckResult {
   readonly lost: number[];
   readonly duplicated: number[];
   readonly phantom: number[];
-  /** Ids a committed reader saw before the checkpoint that contains them completed (I1). */
+  /** Ids a committed reader saw before the checkpoint that contains them completed (I1, docs/design.md §3). */
   readonly visibleBeforeComplete: number[];
   readonly lingering: string[];
 }

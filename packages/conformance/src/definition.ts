@@ -90,7 +90,7 @@ export interface ConformanceDefinition<O = unknown> {
   readonly transactionTimeoutMs?: number;
   /**
    * Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a
-   * listing). `phase` is "running" while the job runs (polled for I1) and "ended" once it
+   * listing). `phase` is "running" while the job runs (polled for I1, docs/design.md §3) and "ended" once it
    * has stopped: a system that finishes a commit after acknowledging it (Kafka writes
    * transaction markers asynchronously) may wait to settle then.
    */

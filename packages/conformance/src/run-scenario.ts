@@ -79,7 +79,7 @@ export async function runScenario(
     notifications: "normal",
   };
   const exactlyOnce = sink.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
-  // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1).
+  // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1, docs/design.md §3).
   const early = new Set<number>();
   const poll = exactlyOnce && sink.lifecycle !== "idempotent" ? visibilityWatch(definition, scope, early) : undefined;
   let declined = 0;

@@ -17,6 +17,6 @@ export interface SinkCapabilities {
   readonly upserts?: boolean;
   /** Records of one subtask reach the external system in input order. */
   readonly ordered?: boolean;
-  /** The sink finds and aborts work left behind by a crashed run (I4). */
+  /** The sink finds and aborts work left behind by a crashed run (I4, docs/design.md §3). */
   readonly abortsLingering?: boolean;
 }

@@ -22,7 +22,7 @@ export interface IdempotentSinkOptions {
  * plus an idempotent, versioned write gives the exactly-once end state. The version of a
  * write must be the same on replay (a source position, an event sequence), and the
  * external write must apply it only if it is newer than what is stored, so a replay never
- * moves a key back to an older value ("no jump back", I1 for idempotent sinks).
+ * moves a key back to an older value ("no jump back", I1 for idempotent sinks, docs/design.md §3).
  */
 export abstract class IdempotentSink<IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;

@@ -26,7 +26,7 @@ export interface SinkContext {
   /**
    * The job's checkpoint and restart timing. A pre-committed transaction waits up to
    * interval + timeout (+ the restart delay after a crash) for its commit, so a sink whose
-   * system aborts old transactions checks its timeout against this at open (I7).
+   * system aborts old transactions checks its timeout against this at open (I7, docs/design.md §3).
    */
   readonly checkpointTiming: {
     readonly intervalMs: number;

@@ -70,7 +70,7 @@ export interface TwoPhaseCommitState {
  * `abort`, and for recovery `recoverAndCommit`, `recoverAndAbort`, `abortLingering`.
  * `initialize` runs first in `open`, with what the restored state references, for a sink
  * that must connect or size its resources before recovery. Commit and abort must be
- * idempotent (I5): recovery may repeat a commit that already happened.
+ * idempotent (I5, docs/design.md §3): recovery may repeat a commit that already happened.
  */
 export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
@@ -99,7 +99,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   protected abstract write(txn: TXN, batch: Batch<IN>): void | Promise<void>;
   /** Makes `txn` durable and ready to commit; no writes follow. */
   protected abstract preCommit(txn: TXN, checkpoint: CommitContext): Promise<void>;
-  /** Makes `txn` visible. Idempotent (I5). */
+  /** Makes `txn` visible. Idempotent (I5, docs/design.md §3). */
   protected abstract commit(txn: TXN, checkpoint: CommitContext): Promise<void>;
   protected abstract abort(txn: TXN): Promise<void>;
 
@@ -123,7 +123,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   }
 
   /**
-   * Aborts work of this sink that no restored state references (I4): only work under a
+   * Aborts work of this sink that no restored state references (I4, docs/design.md §3): only work under a
    * subtask index that `restored.ownsSubtaskIndex` gives this subtask, and never anything
    * in `restored.referenced`.
    */
@@ -255,7 +255,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     for (const [id, pending] of this.pending) {
       if (id > checkpointId) break;
       await this.commitPending(pending, false);
-      // Committed, but still pending in any state taken so far: recovery will commit it again (I5).
+      // Committed, but still pending in any state taken so far: recovery will commit it again (I5, docs/design.md §3).
       reachFault("mid-commit");
       this.pending.delete(id);
     }

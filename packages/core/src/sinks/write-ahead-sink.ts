@@ -109,7 +109,7 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
       reachFault("during-recovery-commit");
     }
     reachFault("during-lingering-abort");
-    // Logs no restored state references were begun after the checkpoint: drop them (I4).
+    // Logs no restored state references were begun after the checkpoint: drop them (I4, docs/design.md §3).
     const restored = lingeringContext(
       context,
       (context.allRestoredStates as WriteAheadState[]).flatMap((s) => s.pending.map((p) => p.log)),
