@@ -13,14 +13,37 @@ export function uniqueName(what: string): string {
   return `${what}-${randomUUID().slice(0, 8)}`;
 }
 
+/**
+ * Creates a topic and waits for its leaders. Right after CreateTopics a broker may still answer
+ * metadata for the new topic with UNKNOWN_TOPIC_OR_PARTITION (its metadata cache lags the
+ * controller, more so on a loaded machine); kafkajs's own wait retries only LEADER_NOT_AVAILABLE,
+ * so this waits out the other one too, a bounded number of times.
+ */
 export async function createTopic(kafka: Kafka, topic: string, partitions = 1): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
+  const unknownTopic = (error: unknown) => (error as { type?: unknown }).type === "UNKNOWN_TOPIC_OR_PARTITION";
   try {
-    await admin.createTopics({
-      topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
-      waitForLeaders: true,
-    });
+    try {
+      await admin.createTopics({
+        topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }],
+        waitForLeaders: true,
+      });
+      return;
+    } catch (error) {
+      if (!unknownTopic(error)) throw error;
+    }
+    for (let attempt = 1; ; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      try {
+        const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+        const led = topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0;
+        if (led === partitions) return;
+      } catch (error) {
+        if (!unknownTopic(error)) throw error;
+      }
+      if (attempt >= 20) throw new Error(`topic ${topic} has no leader for every partition after ${attempt} checks`);
+    }
   } finally {
     await admin.disconnect();
   }

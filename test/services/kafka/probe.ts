@@ -1,5 +1,8 @@
-// Kafka is healthy when a transaction commits: the sinks need the transaction coordinator, which
-// answers only once the transaction state topic exists.
+// Kafka is healthy when a transaction commits and a consumer group's offsets can be read: the
+// sinks need the transaction coordinator, which answers only once the transaction state topic
+// exists, and the sources commit offsets to a group, whose coordinator answers only once the
+// broker has created and loaded the offsets topic (lazily, on the first group request: a test
+// that came first would meet NOT_COORDINATOR on a fresh broker).
 
 import kafkajs from "kafkajs";
 import type { KafkaEndpoint } from "./module.ts";
@@ -8,6 +11,7 @@ const PROBE_TOPIC = "__exactly_services_probe";
 // One fixed transactional id: each probe fences the previous one, so a probe killed halfway
 // leaves no open transaction behind for longer than the next probe.
 const PROBE_TRANSACTIONAL_ID = "exactly-services-probe";
+const PROBE_GROUP = "exactly-services-probe";
 
 export async function probeKafka(endpoint: KafkaEndpoint): Promise<string> {
   const kafka = new kafkajs.Kafka({
@@ -45,5 +49,12 @@ export async function probeKafka(endpoint: KafkaEndpoint): Promise<string> {
   } finally {
     await producer.disconnect();
   }
-  return "transactional produce committed";
+  const groups = kafka.admin();
+  await groups.connect();
+  try {
+    await groups.fetchOffsets({ groupId: PROBE_GROUP, topics: [PROBE_TOPIC] });
+  } finally {
+    await groups.disconnect();
+  }
+  return "transactional produce committed, group offsets readable";
 }
