@@ -116,7 +116,12 @@ export function conformanceSuite(
       }
       return;
     }
-    runner.it(`sink declarations (${declarations})`, async () => {});
+    // The check itself runs in the test too (on the memoized probe), so this test asserts
+    // what it names: the definition agrees with the sink, and the plan came from these.
+    runner.it(`sink declarations (${declarations})`, async () => {
+      const now = describeDeclarations(sinkDeclarations(definition));
+      if (now !== declarations) throw new Error(`the sink's declarations changed: ${declarations}, then ${now}`);
+    });
     for (const selected of scenarios) {
       if (selected.skipReason) {
         runner.it.skip(`${selected.plan.name} (skipped: ${selected.skipReason})`, () => {});
