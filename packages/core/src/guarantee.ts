@@ -19,4 +19,10 @@ export interface SinkCapabilities {
   readonly ordered?: boolean;
   /** The sink finds and aborts work left behind by a crashed run (I4, docs/design.md §3). */
   readonly abortsLingering?: boolean;
+  /**
+   * A subtask's transaction for one checkpoint becomes visible all at once (one database
+   * commit, one rename), never in pieces; the conformance suite then checks that no reader
+   * ever sees part of one. Kafka (markers per partition) and rolling part files do not.
+   */
+  readonly atomicCommits?: boolean;
 }

@@ -43,7 +43,16 @@ function parse(spec: string | undefined): ArmedFault | undefined {
   return { point, at: Number(match[2]), hits: 0 };
 }
 
-const armed = parse(process.env.EXACTLY_FAULT);
+let armed = parse(process.env.EXACTLY_FAULT);
+
+/**
+ * Arms `spec` (`<point>@<n>`, counted from now) in place of whatever was armed, or disarms
+ * with undefined. The conformance suite's child arms a point only once some checkpoints
+ * have completed, so the crash lands with restored state and pending work behind it.
+ */
+export function armFault(spec: string | undefined): void {
+  armed = parse(spec);
+}
 
 /** Marks that the process reached `point`; kills it there if the test armed that point. */
 export function reachFault(point: FaultPoint): void {

@@ -88,6 +88,14 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     this.options = options;
   }
 
+  /**
+   * The external system's transaction timeout, as configured (undefined: none). Public so
+   * the conformance suite can hold a transaction past it without being told twice.
+   */
+  get transactionTimeoutMs(): number | undefined {
+    return this.options.transactionTimeoutMs;
+  }
+
   // ---- what a subclass implements -------------------------------------------------
 
   protected abstract beginTransaction(context: TransactionContext): Promise<TXN> | TXN;
