@@ -38,13 +38,10 @@ interface SendSettings {
  * duplicates of at-least-once come from. The subclasses differ only in their producer
  * settings and in what the barrier waits for.
  *
- * Fault points (core's FAULT_POINTS, named after the two-phase lifecycle) are reached at
- * their counterparts here, so the conformance suite's crash scenarios kill this sink at the
- * same moments as the exactly-once one: `after-begin` when a flush window begins (at open,
- * and after a barrier that flushed records), `mid-write` after a batch, `after-pre-commit`
- * after the barrier's flush, `mid-commit` when a checkpoint whose barrier flushed records
- * completes, and `during-recovery-commit` and `during-lingering-abort` when a restore opens
- * the sink (it has nothing to commit or abort there).
+ * Its lifecycle is the conformance suite's "flush": it passes `mid-write` after a batch and
+ * `after-pre-commit` after the barrier's flush (the runtime passes
+ * `after-checkpoint-durable`); it has no transaction to begin, commit or recover, so it
+ * reaches no other fault point.
  */
 export abstract class KafkaPlainSink<T> implements Sink<T> {
   abstract readonly guarantee: DeliveryGuarantee;
@@ -57,9 +54,6 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   private outbox: Outbox | undefined;
   /** Records written since the last barrier that flushed. */
   private unflushed = 0;
-  /** Checkpoints whose barrier flushed records and that have not completed yet (for `mid-commit` only). */
-  private readonly flushedCheckpoints = new Set<number>();
-
   protected constructor(options: KafkaWriteOptions<T>, send: SendSettings) {
     this.sinkOptions = options;
     this.writer = new RecordWriter(options);
@@ -69,7 +63,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   /** What the barrier waits for, after every record written before it was handed to the outbox. */
   protected abstract atBarrier(outbox: Outbox): Promise<void>;
 
-  async open(context: SinkContext): Promise<void> {
+  async open(_context: SinkContext): Promise<void> {
     const kafka = resolveClient(this.sinkOptions);
     const cluster = createCluster(kafka);
     this.cluster = cluster;
@@ -77,9 +71,6 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
     const producer = await createPlainProducer(kafka, cluster, { idempotent: this.send.idempotent });
     const { acks } = this.send;
     this.outbox = this.writer.outbox((batch) => producer.sendBatch(batch, acks));
-    if (context.restoredCheckpointId !== undefined) reachFault("during-recovery-commit");
-    reachFault("during-lingering-abort");
-    reachFault("after-begin");
   }
 
   private get openOutbox(): Outbox {
@@ -94,25 +85,20 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
     reachFault("mid-write");
   }
 
-  async snapshotState(checkpointId: number): Promise<Record<string, never>> {
+  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
     const outbox = this.openOutbox;
     // Nothing written since the last flush: nothing to wait for.
     if (this.unflushed > 0) {
       await this.atBarrier(outbox);
+      // The "flush" lifecycle's point after the barrier's work (the conformance suite's after-pre-commit).
       reachFault("after-pre-commit");
       this.unflushed = 0;
-      this.flushedCheckpoints.add(checkpointId);
-      reachFault("after-begin");
     }
     return {};
   }
 
-  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    for (const id of this.flushedCheckpoints) {
-      if (id > checkpointId) continue;
-      this.flushedCheckpoints.delete(id);
-      reachFault("mid-commit");
-    }
+  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
+    // Everything was flushed at the barrier: there is nothing to commit.
   }
 
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {
