@@ -8,6 +8,16 @@ export interface CheckResult {
   /** Ids a committed reader saw before the checkpoint that contains them completed (I1, docs/design.md §3). */
   readonly visibleBeforeComplete: number[];
   readonly lingering: string[];
+  /** Sinks that declare atomic commits: transactions a reader saw in pieces. */
+  readonly torn: string[];
+  /** Upserting sinks: what polling readers and the end state showed per key. */
+  readonly upserts?: {
+    readonly movedBack: string[];
+    readonly nondeterministic: string[];
+    readonly unordered: string[];
+    readonly misrouted: string[];
+    readonly stale: string[];
+  };
 }
 
 /** Counts each id in the committed output: lost, duplicated, phantom (never produced). */
@@ -44,5 +54,17 @@ export function violations(result: CheckResult, allowDuplicates: boolean): strin
     out.push(`visible before their checkpoint completed (I1) ${sample(result.visibleBeforeComplete)}`);
   }
   if (result.lingering.length > 0) out.push(`lingering after recovery (I4) ${sample(result.lingering)}`);
+  if (result.torn.length > 0) out.push(`a transaction was visible in pieces (atomicCommits) ${sample(result.torn)}`);
+  const u = result.upserts;
+  if (u) {
+    if (u.movedBack.length > 0) out.push(`a key moved back to an older record (I1) ${sample(u.movedBack)}`);
+    if (u.nondeterministic.length > 0)
+      out.push(
+        `a record was stored with two versions: the version is not deterministic under replay ${sample(u.nondeterministic)}`,
+      );
+    if (u.unordered.length > 0) out.push(`versions do not increase along the stream ${sample(u.unordered)}`);
+    if (u.misrouted.length > 0) out.push(`phantom: a key holds a record that is not its own ${sample(u.misrouted)}`);
+    if (u.stale.length > 0) out.push(`lost update: the end state is not each key's last record ${sample(u.stale)}`);
+  }
   return out;
 }

@@ -25,6 +25,8 @@ export interface SinkDeclarations {
    */
   readonly lifecycle: SinkLifecycle;
   readonly lifecycleFrom: "base class" | "definition";
+  /** The sink's transaction timeout, as it declares it (TwoPhaseCommitSink.transactionTimeoutMs). */
+  readonly transactionTimeoutMs: number | undefined;
 }
 
 /**
@@ -41,6 +43,7 @@ const GUARANTEES: readonly DeliveryGuarantee[] = Object.values(DeliveryGuarantee
 /** Stronger first: a definition may not claim an earlier one than its sink declares. */
 const STRENGTH: Record<DeliveryGuarantee, number> = { EXACTLY_ONCE: 2, AT_LEAST_ONCE: 1, NONE: 0 };
 const BASE_CLASSES = "TwoPhaseCommitSink, GenericWriteAheadSink or IdempotentSink";
+const LIFECYCLES: readonly SinkLifecycle[] = ["two-phase-commit", "write-ahead", "idempotent", "flush"];
 
 /**
  * Probes by module, export and options: the same factory with the same options builds the
@@ -148,10 +151,48 @@ function disagreements(definition: ConformanceDefinition, sink: ProbedSink): str
         `${sink.baseClass.name}, whose lifecycle is "${sink.baseClass.lifecycle}"`,
     );
   }
+  if (definition.lifecycle !== undefined && !LIFECYCLES.includes(definition.lifecycle)) {
+    out.push(
+      `lifecycle: the definition states ${JSON.stringify(definition.lifecycle)}, not one of ${LIFECYCLES.join(", ")}`,
+    );
+  }
   if (!sink.baseClass && definition.lifecycle === undefined) {
     out.push(
       `lifecycle: the sink (${sink.className}) extends none of ${BASE_CLASSES}, so the definition must state ` +
-        `which fault points it passes: lifecycle "two-phase-commit", "write-ahead" or "idempotent"`,
+        `which fault points it passes: lifecycle "two-phase-commit", "write-ahead", "idempotent" or "flush"`,
+    );
+  }
+  const timeout = sink.transactionTimeoutMs;
+  if (
+    definition.transactionTimeoutMs !== undefined &&
+    timeout !== null &&
+    timeout !== undefined &&
+    definition.transactionTimeoutMs !== timeout
+  ) {
+    out.push(
+      `transactionTimeoutMs: the definition states ${definition.transactionTimeoutMs}, but the sink declares ` +
+        `${timeout} (${sink.className}.transactionTimeoutMs)`,
+    );
+  }
+
+  // The checks need a reader of the right kind: a check that could not run would pass nothing.
+  const upserts = Boolean((declared as SinkCapabilities | null)?.upserts);
+  if (upserts && typeof definition.readUpserts !== "function") {
+    out.push(
+      `readUpserts: the sink declares capabilities.upserts (${sink.className}), so the definition must give ` +
+        "readUpserts (what each key holds, with its version): the suite checks upserts per key, not as a list of ids",
+    );
+  }
+  if (!upserts && typeof definition.readCommitted !== "function") {
+    out.push(
+      `readCommitted: the sink (${sink.className}) does not declare capabilities.upserts, so the definition must ` +
+        "give readCommitted (every id a committed reader sees)",
+    );
+  }
+  if (!upserts && typeof definition.readUpserts === "function") {
+    out.push(
+      `readUpserts: the definition gives it, but the sink (${sink.className}) does not declare capabilities.upserts; ` +
+        "the suite would check keys the sink never promised",
     );
   }
   return out;
@@ -184,6 +225,7 @@ export function sinkDeclarations(definition: ConformanceDefinition): SinkDeclara
     capabilities: sink.capabilities as SinkCapabilities,
     lifecycle,
     lifecycleFrom: sink.baseClass ? "base class" : "definition",
+    transactionTimeoutMs: sink.transactionTimeoutMs ?? definition.transactionTimeoutMs,
   };
 }
 

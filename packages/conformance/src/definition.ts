@@ -1,9 +1,25 @@
 import type { DeliveryGuarantee, Sink, SinkCapabilities } from "@exactly/core";
 
-/** One record of the suite's source: a unique id, and some payload to write. */
+/**
+ * One record of the suite's source: a unique id, and some payload to write. For sinks that
+ * upsert, each record is also an update of `key` to `version` (the record's sequence number
+ * within its key, increasing along the stream and the same on replay): an idempotent sink
+ * keys by `key` and versions by `version`, and holds one record per key.
+ */
 export interface ConformanceRecord {
   readonly id: number;
+  readonly key: string;
+  readonly version: number;
   readonly payload: string;
+}
+
+/** What an upserting sink holds for one key, as a reader of the external system sees it. */
+export interface HeldUpsert {
+  readonly key: string;
+  /** The id of the record whose value the key holds. */
+  readonly id: number;
+  /** The version the sink stored with it. */
+  readonly version: number;
 }
 
 /**
@@ -28,9 +44,11 @@ export type ConformanceSinkFactory<O = unknown> = (context: SinkFactoryContext<O
 /**
  * How the sink keeps its promise; the suite picks its fault points and invariants from it.
  * The base class a sink extends decides it (TwoPhaseCommitSink, GenericWriteAheadSink,
- * IdempotentSink).
+ * IdempotentSink); a sink that implements `Sink` directly states it. "flush" is a sink that
+ * only flushes its writes at the barrier (at-least-once): it passes `mid-write`,
+ * `after-pre-commit` (after the flush) and the runtime's `after-checkpoint-durable`.
  */
-export type SinkLifecycle = "two-phase-commit" | "write-ahead" | "idempotent";
+export type SinkLifecycle = "two-phase-commit" | "write-ahead" | "idempotent" | "flush";
 
 export const SCENARIOS = [
   "clean-run",
@@ -43,12 +61,19 @@ export const SCENARIOS = [
   "crash-during-recovery-commit",
   "crash-during-lingering-abort",
   "double-crash",
+  "crash-during-replay",
+  "kill-inside-commit",
+  "kill-inside-recovery",
+  "random-kills",
   "rescale-up",
   "rescale-down",
   "duplicate-notifications",
   "late-notifications",
+  "notification-after-next-barrier",
   "declined-checkpoint",
   "transaction-timeout",
+  "batch-sizes",
+  "volume",
   "chaos",
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
@@ -85,16 +110,25 @@ export interface ConformanceDefinition<O = unknown> {
   readonly capabilities?: SinkCapabilities;
   /**
    * The external system's transaction timeout, if it has one. The transaction-timeout
-   * scenario holds a pre-committed transaction longer than this.
+   * scenario holds a pre-committed transaction longer than this. A `TwoPhaseCommitSink`
+   * declares its own (`transactionTimeoutMs`); stated here as well, it must agree.
    */
   readonly transactionTimeoutMs?: number;
   /**
-   * Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a
+   * Required for every sink that does not declare `capabilities.upserts`. Ids a committed reader sees now (a read_committed consumer, a fresh SQL session, a
    * listing). `phase` is "running" while the job runs (polled for I1, docs/design.md §3) and "ended" once it
    * has stopped: a system that finishes a commit after acknowledging it (Kafka writes
    * transaction markers asynchronously) may wait to settle then.
    */
-  readCommitted(scope: ScenarioScope, phase: "running" | "ended"): Promise<number[]>;
+  readCommitted?(scope: ScenarioScope, phase: "running" | "ended"): Promise<number[]>;
+  /**
+   * Required for a sink that declares `capabilities.upserts` (an `IdempotentSink`), in place
+   * of `readCommitted`: what each key holds now, with the version stored beside it. The
+   * suite checks, per key, that a polling reader never sees it move back to an older
+   * record, that a record is always stored with the same version (deterministic under
+   * replay), and that the end state holds each key's last record.
+   */
+  readUpserts?(scope: ScenarioScope, phase: "running" | "ended"): Promise<HeldUpsert[]>;
   /** Lingering resources of the sink left in the scope (open transactions, temp files, uploads). */
   probeLingering?(scope: ScenarioScope): Promise<string[]>;
   /** Called once before a scenario's first run (create topics, tables …). */

@@ -9,12 +9,15 @@ export {
   type ConformanceDefinition,
   type ConformanceRecord,
   type ConformanceSinkFactory,
+  type HeldUpsert,
   SCENARIOS,
   type ScenarioName,
   type ScenarioScope,
   type SinkFactoryContext,
   type SinkLifecycle,
 } from "./definition.ts";
+export type { Exercised } from "./harness/journal.ts";
+export { conformanceRecord, KEY_SPACE, keyOf } from "./records.ts";
 export type { ScenarioResult } from "./run-scenario.ts";
 export { faultPointsOf, PROFILES, type Profile } from "./scenarios.ts";
 export {

@@ -7,24 +7,36 @@ import { type CheckResult, checkIds, violations } from "./checker.ts";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./definition.ts";
 import type { ChildConfig } from "./harness/child-protocol.ts";
-import { type ChildRun, coveredIds, runChild, visibilityWatch } from "./harness/run-child.ts";
+import { completedTransactions, type Exercised, exercised, readJournal } from "./harness/journal.ts";
+import { type ChildRun, coveredIds, runChild } from "./harness/run-child.ts";
 import { sinkModuleConfig } from "./harness/sink-module.ts";
-import type { ProfileSettings, ScenarioPlan } from "./scenarios.ts";
+import { Observer } from "./observer.ts";
+import type { ProfileSettings, Requirement, RunPlan, ScenarioPlan } from "./scenarios.ts";
 
 export interface ScenarioResult {
   readonly name: ScenarioName;
   readonly description: string;
-  readonly status: "passed" | "failed" | "skipped";
-  /** Why it was skipped, or what failed. */
+  /** The defect class the scenario exists to catch. */
+  readonly catches: string;
+  /**
+   * "inconclusive": every attempt tested nothing (a run that should have died finished, a
+   * decline that never happened, a rescale that moved no state); neither a pass nor a failure.
+   */
+  readonly status: "passed" | "failed" | "skipped" | "inconclusive";
+  /** What failed, or why each attempt was inconclusive. */
   readonly failures: readonly string[];
   readonly skipReason?: string;
   /** What happened that is worth reading even when the scenario passed. */
   readonly notes: readonly string[];
-  /** Faults armed in the runs, in order. */
+  /** Faults armed in the runs of the last attempt, in order. */
   readonly faults: readonly string[];
   readonly seed: number;
+  /** Attempts made: more than one when an attempt tested nothing and was retried with a fresh seed. */
+  readonly attempts: number;
   readonly durationMs: number;
   readonly check?: CheckResult;
+  /** What the last attempt's runs exercised (restored state, pending work, rescale across indexes …). */
+  readonly exercised?: Exercised;
   /** Kept when the scenario failed, for a post-mortem. */
   readonly scope?: ScenarioScope;
 }
@@ -35,122 +47,260 @@ function describeExit(run: ChildRun): string {
   return `exited with code ${run.code}${why ? `: ${why}` : ""}`;
 }
 
+function describeRun(run: RunPlan): string | undefined {
+  const at = run.parallelism ? ` (parallelism ${run.parallelism})` : "";
+  if (run.fault) return `${run.fault.spec} after ${run.fault.afterCheckpoints} checkpoints${at}`;
+  if (run.kill) return `kill inside ${run.kill.hook} at ${(run.kill.share * 100).toFixed(0)}% of its operations${at}`;
+  if (run.sweep) return `a kill before each operation of ${run.sweep.hook}`;
+  if (run.config?.killAfterLateNotification)
+    return `SIGKILL after late notification ${run.config.killAfterLateNotification}`;
+  if (run.stopAfterCheckpoints) return `SIGTERM after ${run.stopAfterCheckpoints} checkpoints`;
+  return undefined;
+}
+
+/** Requirements the runs did not meet, in words. */
+function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
+  const words: Record<string, string> = {
+    restoredState: "no run restored sink state",
+    pendingRestored: "no restored state held pending work",
+    acrossIndexes: "no subtask restored the state of another index",
+    merged: "no subtask restored several old subtasks' states",
+    declinedAfterPreCommit: "no checkpoint was declined after a subtask pre-committed it",
+    lateNotification: "no notification arrived after the next barrier",
+  };
+  return requires.flatMap((r) => {
+    if (r.startsWith("killedInside:")) {
+      const hook = r.slice("killedInside:".length);
+      const hit = hook === "any" ? seen.killedInside.length > 0 : seen.killedInside.includes(hook as never);
+      return hit ? [] : [`no kill landed inside ${hook === "any" ? "a sink call" : hook}`];
+    }
+    return seen[r as keyof typeof words & keyof Exercised] ? [] : [words[r] as string];
+  });
+}
+
+/**
+ * How to count a hook's operations for a kill, from what earlier runs measured: its own
+ * context's when it started any, else the whole process's while it was in flight (a client
+ * that sends from its own loop); unmeasured, a guess of 8.
+ */
+function sizeOf(measured: { ios: number; during: number } | undefined): { length: number; count: "call" | "process" } {
+  if (!measured) return { length: 8, count: "call" };
+  if (measured.ios > 0) return { length: measured.ios, count: "call" };
+  return { length: measured.during, count: "process" };
+}
+
+type Attempt =
+  | { readonly kind: "tested"; readonly failures: string[]; readonly notes: string[]; readonly check?: CheckResult }
+  | { readonly kind: "inconclusive"; readonly reason: string };
+
 /**
  * Runs one scenario: its crash runs, then a final run that must finish, then the checks,
- * which follow the sink's own declarations (`sink`).
+ * which follow the sink's own declarations (`sink`). An attempt that tested nothing is
+ * retried with a fresh seed, up to the profile's attempts, and is then inconclusive.
  */
 export async function runScenario(
   definition: ConformanceDefinition,
   sink: SinkDeclarations,
-  plan: ScenarioPlan,
+  planFor: (seed: number) => ScenarioPlan,
   profile: ProfileSettings,
   seed: number,
 ): Promise<ScenarioResult> {
   const started = Date.now();
-  const slug = `${definition.name}-${plan.name}`.replace(/[^a-zA-Z0-9-]/g, "-").toLowerCase();
-  const scope: ScenarioScope = {
-    id: `${slug}-${randomBytes(3).toString("hex")}`,
-    dir: await mkdtemp(join(tmpdir(), "exactly-conformance-")),
-  };
+  const reasons: string[] = [];
+  let plan = planFor(seed);
+  let attemptSeed = seed;
+  for (let attempt = 1; ; attempt++) {
+    const slug = `${definition.name}-${plan.name}`.replace(/[^a-zA-Z0-9-]/g, "-").toLowerCase();
+    const scope: ScenarioScope = {
+      id: `${slug}-${randomBytes(3).toString("hex")}`,
+      dir: await mkdtemp(join(tmpdir(), "exactly-conformance-")),
+    };
+    let outcome: Attempt | undefined;
+    let seen: Exercised | undefined;
+    await definition.setup?.(scope);
+    try {
+      outcome = await attemptScenario(definition, sink, plan, profile, scope);
+      seen = exercised(await readJournal(scope));
+      if (outcome.kind === "tested" && outcome.failures.length === 0) {
+        const missing = unmet(plan.requires ?? [], seen);
+        if (missing.length > 0) outcome = { kind: "inconclusive", reason: missing.join("; ") };
+      }
+    } finally {
+      await definition.teardown?.(scope);
+      const failed = outcome?.kind === "tested" && outcome.failures.length > 0;
+      if (!failed && !process.env.EXACTLY_CONFORMANCE_KEEP) await rm(scope.dir, { recursive: true, force: true });
+    }
+    const base = {
+      name: plan.name,
+      description: plan.description,
+      catches: plan.catches,
+      faults: plan.runs.flatMap((r) => describeRun(r) ?? []),
+      seed: attemptSeed,
+      attempts: attempt,
+      ...(seen ? { exercised: seen } : {}),
+    };
+    if (outcome.kind === "tested") {
+      const failed = outcome.failures.length > 0;
+      return {
+        ...base,
+        status: failed ? "failed" : "passed",
+        failures: outcome.failures,
+        notes: [...outcome.notes, ...reasons.map((r, i) => `attempt ${i + 1} tested nothing (${r}); retried`)],
+        durationMs: Date.now() - started,
+        ...(outcome.check ? { check: outcome.check } : {}),
+        ...(failed ? { scope } : {}),
+      };
+    }
+    reasons.push(outcome.reason);
+    if (attempt >= profile.attempts) {
+      return {
+        ...base,
+        status: "inconclusive",
+        failures: reasons.map((r, i) => `attempt ${i + 1} (seed ${i === 0 ? seed : seed + i * 7919}): ${r}`),
+        notes: [],
+        durationMs: Date.now() - started,
+      };
+    }
+    attemptSeed = seed + attempt * 7919;
+    plan = planFor(attemptSeed);
+  }
+}
+
+async function attemptScenario(
+  definition: ConformanceDefinition,
+  sink: SinkDeclarations,
+  plan: ScenarioPlan,
+  profile: ProfileSettings,
+  scope: ScenarioScope,
+): Promise<Attempt> {
   const failures: string[] = [];
   const notes: string[] = [];
-  const faults = plan.runs.flatMap((r) => (r.fault ? [r.fault] : r.stopAfterMs ? ["SIGTERM"] : []));
-  const done = (check?: CheckResult): ScenarioResult => ({
-    name: plan.name,
-    description: plan.description,
-    status: failures.length === 0 ? "passed" : "failed",
-    failures,
-    notes,
-    faults,
-    seed,
-    durationMs: Date.now() - started,
-    ...(check ? { check } : {}),
-    ...(failures.length > 0 ? { scope } : {}),
-  });
-
+  const records = plan.records ?? profile.records;
   const base: ChildConfig = {
     ...sinkModuleConfig(definition),
     scope,
-    records: profile.records,
+    records,
     parallelism: 2,
     ratePerSecond: profile.ratePerSecond,
+    batchSize: 256,
     checkpointIntervalMs: 100,
     checkpointTimeoutMs: 5_000,
     notifications: "normal",
   };
   const exactlyOnce = sink.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
+  const upserts = sink.capabilities.upserts === true;
+  const atomic = sink.capabilities.atomicCommits === true;
   // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1, docs/design.md §3).
-  const early = new Set<number>();
-  const poll = exactlyOnce && sink.lifecycle !== "idempotent" ? visibilityWatch(definition, scope, early) : undefined;
+  const watchEarly = exactlyOnce && !upserts;
+  const observer = new Observer(definition, scope, records, watchEarly);
+  const poll = watchEarly || upserts || atomic ? { poll: observer.poll } : {};
   let declined = 0;
 
-  await definition.setup?.(scope);
-  try {
-    for (const [index, run] of plan.runs.entries()) {
-      const result = await runChild(
-        { ...base, parallelism: run.parallelism ?? base.parallelism, ...run.config },
-        {
-          ...(run.fault ? { fault: run.fault } : {}),
-          ...(run.stopAfterMs ? { stopAfterMs: run.stopAfterMs } : {}),
-          ...(poll ? { poll } : {}),
-        },
-      );
-      declined += result.outcome?.declined ?? 0;
-      if (run.fault) {
-        if (result.signal === "SIGKILL" || (run.mayFinish && result.code === 0)) continue;
-        failures.push(`run ${index + 1} should have died at ${run.fault} but ${describeExit(result)}`);
-        return done();
-      }
-      if (result.code !== 0) {
-        failures.push(`run ${index + 1} should have stopped cleanly on SIGTERM but ${describeExit(result)}`);
-        return done();
-      }
-      // A graceful stop commits exactly what was read: everything covered, nothing more.
-      const committed = new Set(await definition.readCommitted(scope, "ended"));
-      const covered = await coveredIds(scope);
-      const missing: number[] = [];
-      for (let id = 0; id < profile.records; id++) if (covered(id) && !committed.has(id)) missing.push(id);
-      if (missing.length > 0) {
-        failures.push(
-          `after the graceful stop, ${missing.length} records read before it were not committed (first ${missing[0]})`,
-        );
-      }
-      if (covered(profile.records - 1) && covered(0)) {
-        failures.push("the graceful stop came after the job had read everything: the scenario did not stop it mid-run");
-      }
+  const runs = [...plan.runs];
+  for (let index = 0; index < runs.length; index++) {
+    const run = runs[index] as RunPlan;
+    // Sizes kills by the external operations earlier runs saw the hook's calls make.
+    const measured = exercised(await readJournal(scope)).ios;
+    if (run.sweep) {
+      const length = Math.max(1, sizeOf(measured[run.sweep.hook]).length);
+      const kills = Math.min(length, profile.sweep);
+      const sweep = Array.from({ length: kills }, (_, i) => ({
+        kill: { ...run.sweep, share: (i + 0.5) / kills } as NonNullable<RunPlan["kill"]>,
+      }));
+      runs.splice(index, 1, ...sweep);
+      index--;
+      continue;
     }
-
-    const final = await runChild(
-      { ...base, parallelism: plan.final?.parallelism ?? base.parallelism, ...plan.final?.config },
-      poll ? { poll } : {},
+    const size = run.kill ? sizeOf(measured[run.kill.hook]) : undefined;
+    const kill =
+      run.kill && size
+        ? {
+            hook: run.kill.hook,
+            afterCheckpoints: run.kill.afterCheckpoints,
+            io: Math.floor(run.kill.share * Math.max(1, size.length)),
+            count: size.count,
+          }
+        : undefined;
+    const result = await runChild(
+      {
+        ...base,
+        parallelism: run.parallelism ?? base.parallelism,
+        ratePerSecond: profile.crashRatePerSecond,
+        ...run.config,
+        ...(run.fault ? { fault: run.fault } : {}),
+        ...(kill ? { kill } : {}),
+      },
+      { ...(run.stopAfterCheckpoints ? { stopAfterCheckpoints: run.stopAfterCheckpoints } : {}), ...poll },
     );
-    declined += final.outcome?.declined ?? 0;
-    if (final.code !== 0) {
-      const code = final.outcome?.errorCode;
-      if (code && plan.loudFailureAllowed?.includes(code)) {
-        notes.push(`failed loudly as allowed: ${final.outcome?.error}`);
-        return done();
+    declined += result.outcome?.declined ?? 0;
+    const what = (kill ? `kill inside ${kill.hook} before operation ${kill.io}` : describeRun(run)) ?? "its fault";
+    if (run.stopAfterCheckpoints === undefined) {
+      if (result.signal === "SIGKILL") continue;
+      if (result.code === 0) {
+        if (run.mayFinish) continue;
+        return { kind: "inconclusive", reason: `run ${index + 1} should have died at ${what} but finished first` };
       }
-      failures.push(`the final run should finish but ${describeExit(final)}`);
-      return done();
+      failures.push(`run ${index + 1} should have died at ${what} but ${describeExit(result)}`);
+      return { kind: "tested", failures, notes };
     }
-    if (plan.needsDecline && declined === 0)
-      failures.push("no checkpoint was declined, so the scenario tested nothing");
-
-    const ids = checkIds(profile.records, await definition.readCommitted(scope, "ended"));
-    const check: CheckResult = {
-      ...ids,
-      expected: profile.records,
-      visibleBeforeComplete: [...early].sort((a, b) => a - b),
-      lingering: (await definition.probeLingering?.(scope)) ?? [],
-    };
-    failures.push(...violations(check, sink.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
-    if (check.duplicated.length > 0 && failures.length === 0) {
-      notes.push(`${check.duplicated.length} ids duplicated, as at-least-once allows`);
+    if (result.code !== 0) {
+      failures.push(`run ${index + 1} should have stopped cleanly on SIGTERM but ${describeExit(result)}`);
+      return { kind: "tested", failures, notes };
     }
-    return done(check);
-  } finally {
-    await definition.teardown?.(scope);
-    if (failures.length === 0) await rm(scope.dir, { recursive: true, force: true });
+    // A graceful stop commits exactly what was read: everything covered, nothing more.
+    const covered = await coveredIds(scope);
+    if (covered(records - 1) && covered(0)) {
+      return { kind: "inconclusive", reason: "the graceful stop came after the job had read everything" };
+    }
+    const committed = new Set(await observer.poll("ended"));
+    const missing: number[] = [];
+    for (let id = 0; id < records; id++) if (covered(id) && !committed.has(id)) missing.push(id);
+    if (missing.length > 0 && !upserts) {
+      failures.push(
+        `after the graceful stop, ${missing.length} records read before it were not committed (first ${missing[0]})`,
+      );
+    }
   }
+
+  const final = await runChild(
+    { ...base, parallelism: plan.final?.parallelism ?? base.parallelism, ...plan.final?.config },
+    poll,
+  );
+  declined += final.outcome?.declined ?? 0;
+  if (final.code !== 0) {
+    const code = final.outcome?.errorCode;
+    if (code && plan.loudFailureAllowed?.includes(code)) {
+      notes.push(`failed loudly as allowed: ${final.outcome?.error}`);
+      return { kind: "tested", failures, notes };
+    }
+    failures.push(`the final run should finish but ${describeExit(final)}`);
+    return { kind: "tested", failures, notes };
+  }
+
+  const ended = await observer.poll("ended");
+  const journal = await readJournal(scope);
+  const check: CheckResult = {
+    ...(upserts ? { committed: ended.length, lost: [], duplicated: [], phantom: [] } : checkIds(records, ended)),
+    expected: records,
+    visibleBeforeComplete: [...observer.early].sort((a, b) => a - b),
+    lingering: (await definition.probeLingering?.(scope)) ?? [],
+    torn: atomic ? observer.torn(completedTransactions(journal)) : [],
+    ...(upserts
+      ? {
+          upserts: {
+            movedBack: observer.movedBack,
+            nondeterministic: observer.nondeterministic,
+            unordered: observer.unordered,
+            misrouted: observer.misrouted,
+            stale: observer.staleKeys(),
+          },
+        }
+      : {}),
+  };
+  failures.push(...violations(check, sink.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
+  if (check.duplicated.length > 0 && failures.length === 0) {
+    notes.push(`${check.duplicated.length} ids duplicated, as at-least-once allows`);
+  }
+  if (declined > 0) notes.push(`${declined} checkpoints declined`);
+  return { kind: "tested", failures, notes, check };
 }

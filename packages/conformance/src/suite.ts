@@ -33,7 +33,7 @@ export function resolveOptions(options: SuiteOptions = {}): { profile: Profile; 
  */
 export function selectScenarios(definition: ConformanceDefinition, options: SuiteOptions = {}): SelectedScenario[] {
   const { profile, seed } = resolveOptions(options);
-  return planScenarios(definition, sinkDeclarations(definition), PROFILES[profile], seed)
+  return planScenarios(sinkDeclarations(definition), PROFILES[profile], seed)
     .filter(({ plan }) => !options.only || options.only.includes(plan.name))
     .map(({ plan, notApplicable }) => {
       const skipReason = definition.skip?.[plan.name] ?? notApplicable;
@@ -54,20 +54,27 @@ export async function runSelected(
       description: selected.plan.description,
       status: "skipped",
       skipReason: selected.skipReason,
+      catches: selected.plan.catches,
       failures: [],
       notes: [],
       faults: [],
       seed,
+      attempts: 0,
       durationMs: 0,
     };
   }
-  return runScenario(definition, sinkDeclarations(definition), selected.plan, PROFILES[profile], seed);
+  const sink = sinkDeclarations(definition);
+  const name = selected.plan.name;
+  // A retry plans the same scenario again from a fresh seed.
+  const planFor = (s: number) =>
+    (planScenarios(sink, PROFILES[profile], s).find(({ plan }) => plan.name === name) as { plan: ScenarioPlan }).plan;
+  return runScenario(definition, sink, planFor, PROFILES[profile], seed);
 }
 
-/** Explains a failed scenario: what broke, at which fault points, and how to replay it. */
+/** Explains a failed or inconclusive scenario: what broke, at which fault points, and how to replay it. */
 export function formatFailure(definition: ConformanceDefinition, result: ScenarioResult): string {
   return [
-    `${definition.name} failed scenario ${result.name} (${result.description})`,
+    `${definition.name} ${result.status === "inconclusive" ? "could not test" : "failed"} scenario ${result.name} (${result.description})`,
     ...result.failures.map((f) => `  - ${f}`),
     `  faults: ${result.faults.join(" → ") || "none"}`,
     `  replay: EXACTLY_CONFORMANCE_SEED=${result.seed}${result.scope ? `; scratch dir kept at ${result.scope.dir}` : ""}`,
@@ -77,7 +84,8 @@ export function formatFailure(definition: ConformanceDefinition, result: Scenari
 /** The test runner the suite registers into; vitest's `describe` and `it` fit. */
 export interface TestRunner {
   describe(name: string, body: () => void): void;
-  it: ((name: string, body: () => Promise<void>, timeoutMs?: number) => void) & {
+  /** `context.skip(note)` reports an inconclusive scenario: neither passed nor failed. */
+  it: ((name: string, body: (context: { skip(note?: string): void }) => Promise<void>, timeoutMs?: number) => void) & {
     skip(name: string, body: () => void): void;
   };
 }
@@ -129,11 +137,13 @@ export function conformanceSuite(
       }
       runner.it(
         selected.plan.name,
-        async () => {
+        async (context) => {
           const result = await runSelected(definition, selected, resolved);
           if (result.status === "failed") throw new Error(formatFailure(definition, result));
+          // Tested nothing in every attempt: not a pass, and not the sink's failure.
+          if (result.status === "inconclusive") context.skip(`inconclusive: ${result.failures.join(" | ")}`);
         },
-        600_000,
+        1_200_000,
       );
     }
   });

@@ -7,6 +7,8 @@ import { definition as writeAhead } from "./fixtures/toy-write-ahead-sink.ts";
 
 // Correct sinks on each base class pass the whole suite: the bases' lifecycles hold.
 conformanceSuite({ describe, it }, toyDefinition());
+// The same sink over a system that expires transactions after 8 s: transaction-timeout runs.
+conformanceSuite({ describe, it }, toyDefinition(undefined, 8000));
 conformanceSuite({ describe, it }, writeAhead);
 conformanceSuite({ describe, it }, idempotent);
 // The README's example sink: what the README teaches passes the suite.

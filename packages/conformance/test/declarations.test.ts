@@ -21,8 +21,11 @@ interface Registered {
 function registerSuite(definition: ConformanceDefinition): Registered[] {
   const tests: Registered[] = [];
   const it = Object.assign(
-    (name: string, body: () => Promise<void>) => {
-      tests.push({ name, skipped: false, body });
+    (name: string, body: (context: { skip(note?: string): void }) => Promise<void>) => {
+      const skip = (note?: string) => {
+        throw new Error(`skipped: ${note}`);
+      };
+      tests.push({ name, skipped: false, body: () => body({ skip }) });
     },
     {
       skip: (name: string, body: () => void) => {
@@ -116,7 +119,7 @@ describe("the suite reads the sink's own declarations", () => {
     await expectSuiteFails(plain, /lifecycle: the sink \(Object\) extends none of TwoPhaseCommitSink/);
     const stated = selectScenarios({ ...plain, lifecycle: "idempotent" }, { seed: 7 });
     expect(stated.find((s) => s.plan.name === "crash-after-begin")?.skipReason).toBe(
-      "a idempotent sink never reaches the after-begin fault point",
+      "an idempotent sink never reaches the after-begin fault point",
     );
   });
 
@@ -144,7 +147,7 @@ describe("the suite reads the sink's own declarations", () => {
     expect(idempotent.lifecycle).toBeUndefined();
     const idem = selectScenarios(idempotent, { seed: 7 });
     expect(idem.find((s) => s.plan.name === "crash-after-begin")?.skipReason).toBe(
-      "a idempotent sink never reaches the after-begin fault point",
+      "an idempotent sink never reaches the after-begin fault point",
     );
     expect(idem.find((s) => s.plan.name === "rescale-up")?.skipReason).toBeUndefined();
   });
@@ -154,14 +157,14 @@ describe("the suite reads the sink's own declarations", () => {
       ...toyDefinition(),
       guarantee: DeliveryGuarantee.EXACTLY_ONCE,
       lifecycle: "two-phase-commit",
-      capabilities: { rescale: true, abortsLingering: true },
+      capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
     });
     expect(tests[0]?.name).toBe(
-      "sink declarations (ToySink: EXACTLY_ONCE, two-phase-commit, capabilities rescale abortsLingering)",
+      "sink declarations (ToySink: EXACTLY_ONCE, two-phase-commit, capabilities rescale abortsLingering atomicCommits)",
     );
     expect(tests.slice(1).map((t) => t.name)).toContain("crash-after-begin");
     expect(tests.filter((t) => t.skipped).map((t) => t.name)).toEqual([
-      "transaction-timeout (skipped: the sink's external system has no transaction timeout (definition.transactionTimeoutMs))",
+      "transaction-timeout (skipped: the sink's external system has no transaction timeout (transactionTimeoutMs))",
     ]);
   });
 });

@@ -1,55 +1,31 @@
 /**
  * The job the suite runs in a child process: a deterministic generator of unique ids into
- * the author's sink. The test process kills it with SIGKILL (EXACTLY_FAULT) or stops it
- * with SIGTERM (graceful stop), and reads the outcome line it prints when it ends.
+ * the author's sink, wrapped in a {@link ScenarioSink}. The child kills itself with SIGKILL
+ * (a fault point, or a random kill inside a sink call) or the test process stops it with
+ * SIGTERM (graceful stop); it prints a line at each completed checkpoint and an outcome
+ * line when it ends by itself.
  */
 import { join } from "node:path";
-import { type Batch, GeneratorSource, type Sink, StreamJob, silentLogger } from "@exactly/core";
+import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { armFault } from "@exactly/core/testing";
 import type { ConformanceRecord } from "../definition.ts";
+import { conformanceRecord } from "../records.ts";
 import {
+  CHECKPOINT_PREFIX,
   CHECKPOINTS,
   type ChildConfig,
   type ChildOutcome,
+  JOURNAL,
   LANES,
   OUTCOME_PREFIX,
   SINK_NAME,
+  SOURCE_ID,
 } from "./child-protocol.ts";
+import { ScenarioControl, ScenarioSink } from "./scenario-sink.ts";
 import { loadSinkFactory } from "./sink-module.ts";
 
 const config = JSON.parse(process.env.CONFORMANCE_CONFIG ?? "{}") as ChildConfig;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Passes every hook through, changing only how notifications and one snapshot arrive. */
-class ScenarioSink implements Sink<ConformanceRecord> {
-  private readonly inner: Sink<ConformanceRecord>;
-  constructor(inner: Sink<ConformanceRecord>) {
-    this.inner = inner;
-  }
-  get guarantee() {
-    return this.inner.guarantee;
-  }
-  get capabilities() {
-    return this.inner.capabilities;
-  }
-  open: Sink<ConformanceRecord>["open"] = (context) => this.inner.open(context);
-  writeBatch = (batch: Batch<ConformanceRecord>) => this.inner.writeBatch(batch);
-  async snapshotState(checkpointId: number): Promise<unknown> {
-    if (checkpointId === config.declineCheckpoint) await sleep(config.checkpointTimeoutMs * 2);
-    return this.inner.snapshotState(checkpointId);
-  }
-  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    if (config.holdCommitsMs) await sleep(config.holdCommitsMs);
-    await this.inner.notifyCheckpointComplete(checkpointId);
-    if (config.notifications === "duplicate") await this.inner.notifyCheckpointComplete(checkpointId);
-    if (config.notifications === "late") {
-      for (const late of [checkpointId - 1, checkpointId - 2])
-        if (late > 0) await this.inner.notifyCheckpointComplete(late);
-    }
-  }
-  notifyCheckpointAborted = (checkpointId: number) => this.inner.notifyCheckpointAborted(checkpointId);
-  close = () => this.inner.close();
-}
-
+const control = new ScenarioControl(config, join(config.scope.dir, JOURNAL));
 const factory = await loadSinkFactory(config.sinkModule, config.sinkExport);
 
 const job = new StreamJob({
@@ -64,7 +40,7 @@ const job = new StreamJob({
   // timing (which sinks check their transaction timeouts against) small.
   restart: { maxRestarts: 0, maxDelayMs: 1000 },
   logger: silentLogger,
-  batchSize: 200,
+  batchSize: config.batchSize,
 });
 job
   .fromSource(
@@ -72,21 +48,27 @@ job
       name: "conformance",
       count: config.records,
       splits: LANES,
-      ratePerSecond: config.ratePerSecond,
-      generate: (id) => ({ id, payload: `record-${id}` }),
+      ...(config.ratePerSecond === undefined ? {} : { ratePerSecond: config.ratePerSecond }),
+      generate: conformanceRecord,
     }),
-    { uid: "source:conformance" },
+    { uid: SOURCE_ID },
   )
-  .sinkTo(() => new ScenarioSink(factory({ scope: config.scope, options: config.sinkOptions })), { name: SINK_NAME });
+  .sinkTo(() => new ScenarioSink(factory({ scope: config.scope, options: config.sinkOptions }), control), {
+    name: SINK_NAME,
+  });
 
-let checkpoints = 0;
 let declined = 0;
 const client = job.start({
-  onComplete: () => {
-    checkpoints++;
+  onComplete: (checkpointId) => {
+    control.completed++;
+    control.journal({ e: "complete", pid: process.pid, checkpointId });
+    // Tells the test process how far the run got (a graceful stop waits for it).
+    process.stdout.write(`${CHECKPOINT_PREFIX}${checkpointId}\n`);
+    if (config.fault && control.completed === config.fault.afterCheckpoints) armFault(config.fault.spec);
   },
-  onDeclined: () => {
+  onDeclined: (checkpointId) => {
     declined++;
+    control.journal({ e: "declined", pid: process.pid, checkpointId });
   },
 });
 process.on("SIGTERM", () => {
@@ -95,13 +77,13 @@ process.on("SIGTERM", () => {
 const report = (outcome: ChildOutcome) => process.stdout.write(`${OUTCOME_PREFIX}${JSON.stringify(outcome)}\n`);
 try {
   await client.result;
-  report({ ok: true, checkpoints, declined });
+  report({ ok: true, checkpoints: control.completed, declined });
 } catch (error) {
   const cause = (error as { cause?: unknown }).cause ?? error;
   const code = (cause as { code?: unknown }).code;
   report({
     ok: false,
-    checkpoints,
+    checkpoints: control.completed,
     declined,
     ...(typeof code === "string" ? { errorCode: code } : {}),
     error: error instanceof Error ? error.message : String(error),

@@ -1,5 +1,37 @@
 import type { ScenarioScope, SinkLifecycle } from "../definition.ts";
 
+/** The sink hooks the harness can kill the child inside of (a random kill, see {@link KillPlan}). */
+export const HOOKS = ["open", "writeBatch", "snapshotState", "notifyCheckpointComplete"] as const;
+export type Hook = (typeof HOOKS)[number];
+
+/**
+ * A kill inside a sink call, between two of the sink's own external calls: once
+ * `afterCheckpoints` checkpoints have completed, the next call of `hook` that gets that far
+ * is killed right before it starts its `io`-th external operation (counted from 0: a file
+ * system request, a socket write or connect; anything that leaves the process). The data
+ * the sink sent before stays; nothing after it happens. A call that ends with fewer
+ * operations leaves the kill armed for the next call; `open` happens once a run, so the
+ * child then dies right after it instead.
+ */
+export interface KillPlan {
+  readonly hook: Hook;
+  readonly afterCheckpoints: number;
+  readonly io: number;
+  /**
+   * "call": count the operations the call's own async context starts. "process": count
+   * every operation the process starts while the call is in flight, for a sink whose client
+   * sends from a context of its own (a request queue, a connection's loop).
+   */
+  readonly count: "call" | "process";
+}
+
+/** A named fault point, armed once `afterCheckpoints` checkpoints have completed. */
+export interface FaultPlan {
+  /** `<point>@<n>`, counted from the moment it is armed. */
+  readonly spec: string;
+  readonly afterCheckpoints: number;
+}
+
 /** What the test process tells the child job, through the CONFORMANCE_CONFIG variable. */
 export interface ChildConfig {
   readonly sinkModule: string;
@@ -8,16 +40,81 @@ export interface ChildConfig {
   readonly scope: ScenarioScope;
   readonly records: number;
   readonly parallelism: number;
-  readonly ratePerSecond: number;
+  /** Records per second over all readers; undefined: as fast as the sink takes them. */
+  readonly ratePerSecond: number | undefined;
+  readonly batchSize: number;
   readonly checkpointIntervalMs: number;
   readonly checkpointTimeoutMs: number;
-  /** How completion notifications reach the sink: as the runtime sends them, twice, or with late repeats. */
-  readonly notifications: "normal" | "duplicate" | "late";
-  /** Make the sink's snapshot of this checkpoint outlast the checkpoint timeout, so it is declined. */
+  /**
+   * How completion notifications reach the sink: as the runtime sends them, twice, with
+   * late repeats of older ones, or held until the sink has pre-committed the next
+   * checkpoint (complete(n) after snapshot(n+1)).
+   */
+  readonly notifications: "normal" | "duplicate" | "late" | "after-next-barrier";
+  /**
+   * With "after-next-barrier": the child kills itself right after the k-th such late
+   * notification reached the sink, before checkpoint n+1 can complete.
+   */
+  readonly killAfterLateNotification?: number;
+  /**
+   * Decline this checkpoint after the sink pre-committed it: subtask 0 (another task, slow)
+   * outlasts the checkpoint timeout before its snapshot; the other subtasks pre-commit at once.
+   */
   readonly declineCheckpoint?: number;
-  /** Hold every completion notification this long before the sink sees it (commits wait). */
+  /**
+   * Subtask 0 (another task, slow) waits this long before every snapshot, so the other
+   * subtasks spend that time writing into a transaction begun after a checkpoint that has
+   * not completed: work a crash then leaves for recovery to clean up.
+   */
+  readonly slowSnapshotMs?: number;
+  /** Hold every completion notification this long before the sink sees it (commits wait, work stays pending). */
   readonly holdCommitsMs?: number;
+  readonly fault?: FaultPlan;
+  readonly kill?: KillPlan;
+  /** Count the external operations of every hook call and journal them (sizes later kills). */
+  readonly measure?: boolean;
 }
+
+/**
+ * What the child writes down as it runs, one JSON line each, synchronously, so a SIGKILL
+ * loses none of it: the test process reads it to know which ids each subtask's transaction
+ * of each checkpoint holds, and what a run exercised.
+ */
+export type JournalEntry =
+  | {
+      readonly e: "open";
+      readonly pid: number;
+      readonly subtask: number;
+      readonly parallelism: number;
+      readonly previousParallelism: number | null;
+      readonly restoredCheckpointId: number | null;
+      /** Old subtask indexes whose state this subtask restored. */
+      readonly restoredFrom: readonly number[];
+      /** Pending (pre-committed, uncommitted) work in the restored states, as the base classes record it. */
+      readonly restoredPending: number;
+    }
+  /** The subtask's snapshot of n returned: per lane, the first and last id it wrote since its previous snapshot. */
+  | {
+      readonly e: "snapshot";
+      readonly pid: number;
+      readonly subtask: number;
+      readonly checkpointId: number;
+      readonly lanes: Record<string, readonly [number, number]>;
+    }
+  | { readonly e: "complete"; readonly pid: number; readonly checkpointId: number }
+  | { readonly e: "declined"; readonly pid: number; readonly checkpointId: number }
+  | { readonly e: "notified"; readonly pid: number; readonly subtask: number; readonly checkpointId: number }
+  | { readonly e: "late-notified"; readonly pid: number; readonly subtask: number; readonly checkpointId: number }
+  /**
+   * A call of `hook` started `ios` external operations in its own context, and the process
+   * `during` of them while it was in flight (journaled for open always, else when it grows).
+   */
+  | { readonly e: "ios"; readonly pid: number; readonly hook: Hook; readonly ios: number; readonly during: number }
+  /** The child killed itself inside `hook` before its `io`-th external operation (inside false: right after the call). */
+  | { readonly e: "kill"; readonly pid: number; readonly hook: Hook; readonly io: number; readonly inside: boolean };
+
+/** The child's journal in a scope's directory. */
+export const JOURNAL = ".conformance-journal.jsonl";
 
 /** The checkpoint directory of a scope, where the test process reads completed positions. */
 export const CHECKPOINTS = ".conformance-checkpoints";
@@ -32,6 +129,8 @@ export interface ChildOutcome {
 }
 
 export const OUTCOME_PREFIX = "CONFORMANCE_OUTCOME ";
+/** The line the child prints at each completed checkpoint, with its id. */
+export const CHECKPOINT_PREFIX = "CONFORMANCE_CHECKPOINT ";
 
 /** What the test process tells the probe, through the CONFORMANCE_PROBE variable. */
 export type ProbeConfig = Pick<ChildConfig, "sinkModule" | "sinkExport" | "sinkOptions" | "scope">;
@@ -47,6 +146,8 @@ export interface ProbedSink {
   readonly capabilities: unknown;
   /** The lifecycle of the base class the sink extends; null when it extends none of them. */
   readonly baseClass: { readonly name: string; readonly lifecycle: SinkLifecycle } | null;
+  /** The sink's `transactionTimeoutMs` (TwoPhaseCommitSink declares it), or null. */
+  readonly transactionTimeoutMs: number | null;
 }
 
 /** The one line the probe prints: the sink's declarations, or why no sink could be built. */
@@ -57,5 +158,5 @@ export type ProbeOutcome =
 export const PROBE_PREFIX = "CONFORMANCE_SINK ";
 export const SINK_NAME = "conformance-sink";
 export const SOURCE_ID = "source:conformance";
-/** The generator's lanes: id i is in lane i mod LANES. */
+/** The generator's lanes: id i is in lane i mod LANES; at most this parallelism reads. */
 export const LANES = 4;

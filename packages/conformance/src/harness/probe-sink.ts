@@ -27,6 +27,10 @@ function read(sink: Sink<unknown>): ProbedSink {
     guarantee: sink.guarantee ?? null,
     capabilities: sink.capabilities ?? null,
     baseClass,
+    transactionTimeoutMs:
+      typeof (sink as { transactionTimeoutMs?: unknown }).transactionTimeoutMs === "number"
+        ? ((sink as { transactionTimeoutMs?: unknown }).transactionTimeoutMs as number)
+        : null,
   };
 }
 

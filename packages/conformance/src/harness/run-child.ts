@@ -2,8 +2,9 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { FileSystemCheckpointStorage } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
-import type { ConformanceDefinition, ScenarioScope } from "../definition.ts";
+import type { ScenarioScope } from "../definition.ts";
 import {
+  CHECKPOINT_PREFIX,
   CHECKPOINTS,
   type ChildConfig,
   type ChildOutcome,
@@ -20,12 +21,10 @@ export interface ChildRun {
 }
 
 export interface RunOptions {
-  /** `<point>@<n>`: the child kills itself there (EXACTLY_FAULT). */
-  readonly fault?: string;
-  /** Send SIGTERM (graceful stop) this long after start. */
-  readonly stopAfterMs?: number;
+  /** Send SIGTERM (graceful stop) once the child reports this many completed checkpoints. */
+  readonly stopAfterCheckpoints?: number;
   /** Called while the child runs, every ~100 ms, and once after it ends. */
-  readonly poll?: () => Promise<void>;
+  readonly poll?: () => Promise<unknown>;
 }
 
 const child = siblingScript(import.meta.url, "child-job");
@@ -38,14 +37,23 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
     env: {
       ...process.env,
       CONFORMANCE_CONFIG: JSON.stringify(config),
-      EXACTLY_FAULT: options.fault ?? "",
+      // A fault armed from the start (recovery's points); later ones the child arms itself.
+      EXACTLY_FAULT: config.fault?.afterCheckpoints === 0 ? config.fault.spec : "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
   let stderr = "";
+  let checkpoints = 0;
+  let stopSent = false;
   proc.stdout.on("data", (chunk) => {
     stdout += chunk;
+    if (options.stopAfterCheckpoints === undefined || stopSent) return;
+    checkpoints = stdout.split(CHECKPOINT_PREFIX).length - 1;
+    if (checkpoints >= options.stopAfterCheckpoints) {
+      stopSent = true;
+      proc.kill("SIGTERM");
+    }
   });
   proc.stderr.on("data", (chunk) => {
     stderr += chunk;
@@ -53,8 +61,6 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.on("exit", (code, signal) => resolve({ code, signal })),
   );
-  const stopTimer =
-    options.stopAfterMs === undefined ? undefined : setTimeout(() => proc.kill("SIGTERM"), options.stopAfterMs);
   let running = true;
   const polling = (async () => {
     while (running && options.poll) {
@@ -64,7 +70,6 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
   })();
   const { code, signal } = await exited;
   running = false;
-  clearTimeout(stopTimer);
   await polling;
   await options.poll?.();
   const line = stdout.split("\n").find((l) => l.startsWith(OUTCOME_PREFIX));
@@ -96,13 +101,4 @@ export async function coveredIds(scope: ScenarioScope): Promise<(id: number) => 
       if (attempt >= 5) throw error;
     }
   }
-}
-
-/** A poller that records ids visible before the checkpoint containing them completed. */
-export function visibilityWatch(definition: ConformanceDefinition, scope: ScenarioScope, seen: Set<number>) {
-  return async () => {
-    const visible = await definition.readCommitted(scope, "running");
-    const covered = await coveredIds(scope);
-    for (const id of visible) if (!covered(id)) seen.add(id);
-  };
 }

@@ -1,0 +1,121 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { ScenarioScope } from "../definition.ts";
+import { type Hook, JOURNAL, type JournalEntry, LANES } from "./child-protocol.ts";
+
+/** Every line the scenario's runs journaled so far, in order. */
+export async function readJournal(scope: ScenarioScope): Promise<JournalEntry[]> {
+  const text = await readFile(join(scope.dir, JOURNAL), "utf8").catch(() => "");
+  const entries: JournalEntry[] = [];
+  for (const line of text.split("\n")) {
+    // A SIGKILL can cut the last line short; the lines before it are whole.
+    if (!line) continue;
+    try {
+      entries.push(JSON.parse(line) as JournalEntry);
+    } catch {}
+  }
+  return entries;
+}
+
+/** What a scenario's runs exercised, from the journal: the results table reports it. */
+export interface Exercised {
+  /** Some run restored a checkpoint with sink state in it. */
+  readonly restoredState: boolean;
+  /** Some restored state held pending (pre-committed, uncommitted) work to commit. */
+  readonly pendingRestored: boolean;
+  /** Some subtask restored the state of an old subtask of another index. */
+  readonly acrossIndexes: boolean;
+  /** Some subtask restored the states of several old subtasks at once. */
+  readonly merged: boolean;
+  /** Some checkpoint was declined after a subtask had pre-committed for it. */
+  readonly declinedAfterPreCommit: boolean;
+  /** Some completion notification reached the sink after its next snapshot. */
+  readonly lateNotification: boolean;
+  /** Hooks a random kill landed inside of. */
+  readonly killedInside: readonly Hook[];
+  /**
+   * Most external operations a call of each hook started in its own context (`ios`), and
+   * the process started while it was in flight (`during`), in the latest run that made one:
+   * sizes the next kills.
+   */
+  readonly ios: Partial<Record<Hook, { readonly ios: number; readonly during: number }>>;
+}
+
+export function exercised(entries: readonly JournalEntry[]): Exercised {
+  let restoredState = false;
+  let pendingRestored = false;
+  let acrossIndexes = false;
+  let merged = false;
+  let lateNotification = false;
+  const killedInside = new Set<Hook>();
+  const ios: Partial<Record<Hook, { ios: number; during: number }>> = {};
+  const iosPid: Partial<Record<Hook, number>> = {};
+  const snapshots = new Set<string>();
+  const declined: string[] = [];
+  for (const entry of entries) {
+    switch (entry.e) {
+      case "open":
+        if (entry.restoredFrom.length > 0) restoredState = true;
+        if (entry.restoredPending > 0) pendingRestored = true;
+        if (entry.restoredFrom.some((j) => j !== entry.subtask)) acrossIndexes = true;
+        if (entry.restoredFrom.length > 1) merged = true;
+        break;
+      case "snapshot":
+        // Subtask 0 is the slow one a decline waits for; the others pre-commit on time.
+        if (entry.subtask !== 0 && Object.keys(entry.lanes).length > 0)
+          snapshots.add(`${entry.pid}/${entry.checkpointId}`);
+        break;
+      case "declined":
+        declined.push(`${entry.pid}/${entry.checkpointId}`);
+        break;
+      case "late-notified":
+        lateNotification = true;
+        break;
+      case "ios": {
+        // The latest run's calls size the next kills; within one run, the longest call.
+        const fresh = iosPid[entry.hook] !== entry.pid;
+        iosPid[entry.hook] = entry.pid;
+        const before = fresh ? { ios: 0, during: 0 } : (ios[entry.hook] ?? { ios: 0, during: 0 });
+        ios[entry.hook] = { ios: Math.max(before.ios, entry.ios), during: Math.max(before.during, entry.during) };
+        break;
+      }
+      case "kill":
+        if (entry.inside) killedInside.add(entry.hook);
+        break;
+    }
+  }
+  return {
+    restoredState,
+    pendingRestored,
+    acrossIndexes,
+    merged,
+    declinedAfterPreCommit: declined.some((d) => snapshots.has(d)),
+    lateNotification,
+    killedInside: [...killedInside],
+    ios,
+  };
+}
+
+/** One subtask's transaction of one completed checkpoint: the ids it holds, by lane. */
+export interface TransactionIds {
+  readonly checkpointId: number;
+  readonly subtask: number;
+  readonly ids: readonly number[];
+}
+
+/**
+ * The transactions of checkpoints that completed, from the journal: the ids each subtask
+ * wrote between its previous snapshot and the snapshot of that checkpoint.
+ */
+export function completedTransactions(entries: readonly JournalEntry[]): TransactionIds[] {
+  const completed = new Set<string>();
+  for (const entry of entries) if (entry.e === "complete") completed.add(`${entry.pid}/${entry.checkpointId}`);
+  const out: TransactionIds[] = [];
+  for (const entry of entries) {
+    if (entry.e !== "snapshot" || !completed.has(`${entry.pid}/${entry.checkpointId}`)) continue;
+    const ids: number[] = [];
+    for (const [first, last] of Object.values(entry.lanes)) for (let id = first; id <= last; id += LANES) ids.push(id);
+    if (ids.length > 0) out.push({ checkpointId: entry.checkpointId, subtask: entry.subtask, ids });
+  }
+  return out;
+}

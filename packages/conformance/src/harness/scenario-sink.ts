@@ -1,0 +1,254 @@
+/**
+ * The wrapper the child job puts around the author's sink. It passes every hook through
+ * and changes only what a scenario asks for: how completion notifications arrive, which
+ * snapshot is slow enough to be declined, and where a random kill lands. It also writes the
+ * journal (child-protocol.ts) that the test process checks against.
+ */
+import { AsyncLocalStorage, createHook } from "node:async_hooks";
+import { appendFileSync } from "node:fs";
+import { Socket } from "node:net";
+import type { Batch, Sink, SinkContext } from "@exactly/core";
+import type { ConformanceRecord } from "../definition.ts";
+import { type ChildConfig, type Hook, type JournalEntry, type KillPlan, LANES } from "./child-protocol.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Async resources that are not an external operation: promises, timers, ticks. */
+const NOT_IO = new Set(["PROMISE", "TickObject", "Immediate", "Timeout", "Microtask"]);
+
+/** One hook call being watched: how many external operations it, and the process, started so far. */
+interface WatchedCall {
+  readonly hook: Hook;
+  ios: number;
+  during: number;
+  /** Kill before this operation; -1 when the call is only counted. */
+  readonly target: number;
+  readonly count: KillPlan["count"];
+}
+
+/** Shared by every subtask's wrapper in the child: the journal, the kill, the completed count. */
+export class ScenarioControl {
+  readonly config: ChildConfig;
+  private readonly journalPath: string;
+  completed = 0;
+  private lateNotifications = 0;
+  /** Most external operations a call of each hook made in this run. */
+  private readonly ios = new Map<Hook, number>();
+  private misses = 0;
+  private readonly calls = new AsyncLocalStorage<WatchedCall>();
+  private readonly inFlight = new Set<WatchedCall>();
+
+  constructor(config: ChildConfig, journalPath: string) {
+    this.config = config;
+    this.journalPath = journalPath;
+    if (config.kill || config.measure) {
+      // Every async resource a watched call creates, directly or through its client
+      // library, is attributed to it by the async context; a kill lands before one starts.
+      createHook({
+        init: (_id, type) => {
+          if (!NOT_IO.has(type)) this.operation();
+        },
+      }).enable();
+      // A write to a connected socket creates no async resource (it completes in place),
+      // so the clients' requests (Kafka, Postgres, Redis, HTTP) are counted here.
+      const write = Socket.prototype.write;
+      const control = this;
+      Socket.prototype.write = function (this: Socket, ...args: unknown[]) {
+        control.operation();
+        return (write as (...a: unknown[]) => boolean).apply(this, args);
+      } as typeof Socket.prototype.write;
+    }
+  }
+
+  /** An external operation is about to start: count it for the calls in flight, or die before it. */
+  private operation(): void {
+    const own = this.calls.getStore();
+    for (const call of this.inFlight) {
+      const mine = call === own;
+      if (call.target >= 0 && (call.count === "process" ? call.during : mine ? call.ios : -1) === call.target) {
+        this.die(call.hook, call.target, true);
+      }
+      call.during++;
+      if (mine) call.ios++;
+    }
+  }
+
+  journal(entry: JournalEntry): void {
+    // Synchronous: a SIGKILL right after must not lose the line.
+    appendFileSync(this.journalPath, `${JSON.stringify(entry)}\n`);
+  }
+
+  die(hook: Hook, io: number, inside: boolean): never {
+    this.journal({ e: "kill", pid: process.pid, hook, io, inside });
+    process.kill(process.pid, "SIGKILL");
+    throw new Error("unreachable: SIGKILL was sent");
+  }
+
+  /** Counts a late notification; the scenario may kill the child right after the k-th. */
+  lateNotified(subtask: number, checkpointId: number): void {
+    this.journal({ e: "late-notified", pid: process.pid, subtask, checkpointId });
+    this.lateNotifications++;
+    if (this.lateNotifications === this.config.killAfterLateNotification) this.die("snapshotState", 0, false);
+  }
+
+  /**
+   * Runs one hook call. With a kill plan for this hook, the call runs in an async context
+   * of its own, so the external operations it starts are counted, and once enough
+   * checkpoints completed the child SIGKILLs itself before the planned one.
+   */
+  track<T>(hook: Hook, call: () => T | Promise<T>): T | Promise<T> {
+    const kill = this.config.kill;
+    if (!this.config.measure && (!kill || (kill.hook !== hook && hook !== "open"))) return call();
+    const armed = kill?.hook === hook && this.completed >= kill.afterCheckpoints;
+    const watched: WatchedCall = {
+      hook,
+      ios: 0,
+      during: 0,
+      target: armed ? (kill as KillPlan).io : -1,
+      count: kill?.count ?? "call",
+    };
+    const ended = () => {
+      this.inFlight.delete(watched);
+      const size = Math.max(watched.ios, watched.during);
+      if (hook === "open" || size > (this.ios.get(hook) ?? 0)) {
+        this.ios.set(hook, Math.max(size, this.ios.get(hook) ?? 0));
+        this.journal({ e: "ios", pid: process.pid, hook, ios: watched.ios, during: watched.during });
+      }
+      if (!armed) return;
+      // The call made fewer operations than planned. An open does not come again in this
+      // run, and a call of another hook may never reach the target: die right after.
+      if (hook === "open" || ++this.misses > 3) this.die(hook, watched.ios, false);
+    };
+    this.inFlight.add(watched);
+    const result = this.calls.run(watched, call);
+    if (!(result instanceof Promise)) {
+      ended();
+      return result;
+    }
+    return result.then((value) => {
+      ended();
+      return value;
+    });
+  }
+}
+
+/** Pending work in a restored state, as the base classes record it (a `pending` list). */
+function pendingIn(state: unknown): number {
+  const pending = (state as { pending?: unknown } | null)?.pending;
+  return Array.isArray(pending) ? pending.length : 0;
+}
+
+export class ScenarioSink implements Sink<ConformanceRecord> {
+  private readonly inner: Sink<ConformanceRecord>;
+  private readonly control: ScenarioControl;
+  private subtask = 0;
+  /** Per lane, the first and last id written since the last snapshot. */
+  private lanes = new Map<number, [number, number]>();
+  /** With "after-next-barrier": notifications held until the next snapshot has pre-committed. */
+  private readonly held = new Map<number, () => Promise<void>>();
+
+  constructor(inner: Sink<ConformanceRecord>, control: ScenarioControl) {
+    this.inner = inner;
+    this.control = control;
+  }
+  get guarantee() {
+    return this.inner.guarantee;
+  }
+  get capabilities() {
+    return this.inner.capabilities;
+  }
+
+  async open(context: SinkContext): Promise<void> {
+    this.subtask = context.subtask;
+    const previous = context.previousParallelism;
+    const restoredFrom: number[] = [];
+    // The runtime's rule (docs/design.md §2): old subtask j's state goes to new subtask j mod parallelism.
+    if (previous !== undefined && context.restoredStates.length > 0) {
+      for (let j = 0; j < previous; j++) if (j % context.parallelism === context.subtask) restoredFrom.push(j);
+    }
+    this.control.journal({
+      e: "open",
+      pid: process.pid,
+      subtask: context.subtask,
+      parallelism: context.parallelism,
+      previousParallelism: previous ?? null,
+      restoredCheckpointId: context.restoredCheckpointId ?? null,
+      restoredFrom,
+      restoredPending: context.restoredStates.reduce<number>((n, s) => n + pendingIn(s), 0),
+    });
+    await this.control.track("open", () => this.inner.open(context));
+  }
+
+  writeBatch(batch: Batch<ConformanceRecord>): void | Promise<void> {
+    const values = batch.values;
+    for (let i = 0; i < values.length; i++) {
+      const id = (values[i] as ConformanceRecord).id;
+      const lane = id % LANES;
+      const range = this.lanes.get(lane);
+      if (range) range[1] = id;
+      else this.lanes.set(lane, [id, id]);
+    }
+    return this.control.track("writeBatch", () => this.inner.writeBatch(batch));
+  }
+
+  async snapshotState(checkpointId: number): Promise<unknown> {
+    const { config } = this.control;
+    const lanes = Object.fromEntries([...this.lanes].map(([lane, range]) => [String(lane), range] as const));
+    this.lanes = new Map();
+    // Another task is slow: the checkpoint is declined after the other subtasks pre-committed.
+    if (checkpointId === config.declineCheckpoint && this.subtask === 0) await sleep(config.checkpointTimeoutMs * 2);
+    else if (config.slowSnapshotMs && this.subtask === 0) await sleep(config.slowSnapshotMs);
+    const state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
+    this.control.journal({ e: "snapshot", pid: process.pid, subtask: this.subtask, checkpointId, lanes });
+    // complete(n) reaches the sink only now, after snapshot(n+1) pre-committed.
+    for (const [held, deliver] of [...this.held]) {
+      if (held >= checkpointId) continue;
+      this.held.delete(held);
+      await deliver();
+    }
+    return state;
+  }
+
+  notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    const { config } = this.control;
+    if (config.notifications === "after-next-barrier") {
+      return new Promise<void>((resolve, reject) => {
+        const deliver = async () => {
+          clearTimeout(fallback);
+          try {
+            await this.deliver(checkpointId);
+            this.control.lateNotified(this.subtask, checkpointId);
+            resolve();
+          } catch (error) {
+            reject(error);
+          }
+        };
+        // The last checkpoint has no next barrier: deliver it anyway after a while.
+        const fallback = setTimeout(() => {
+          if (this.held.delete(checkpointId)) deliver();
+        }, 2000);
+        this.held.set(checkpointId, deliver);
+      });
+    }
+    return this.notifyNow(checkpointId);
+  }
+
+  private async notifyNow(checkpointId: number): Promise<void> {
+    const { config } = this.control;
+    if (config.holdCommitsMs) await sleep(config.holdCommitsMs);
+    await this.deliver(checkpointId);
+    if (config.notifications === "duplicate") await this.inner.notifyCheckpointComplete(checkpointId);
+    if (config.notifications === "late") {
+      for (const late of [checkpointId - 1, checkpointId - 2])
+        if (late > 0) await this.inner.notifyCheckpointComplete(late);
+    }
+  }
+
+  private async deliver(checkpointId: number): Promise<void> {
+    await this.control.track("notifyCheckpointComplete", () => this.inner.notifyCheckpointComplete(checkpointId));
+    this.control.journal({ e: "notified", pid: process.pid, subtask: this.subtask, checkpointId });
+  }
+
+  notifyCheckpointAborted = (checkpointId: number) => this.inner.notifyCheckpointAborted(checkpointId);
+  close = () => this.inner.close();
+}
