@@ -23,7 +23,7 @@ async function loadDefinition(module: string, exportName: string): Promise<Confo
   const definition = (loaded[exportName] ?? (exportName === "definition" ? loaded.default : undefined)) as
     | ConformanceDefinition
     | undefined;
-  if (!definition || typeof definition.readCommitted !== "function") {
+  if (!definition || (typeof definition.readCommitted !== "function" && typeof definition.readUpserts !== "function")) {
     throw new Error(`${module} exports no conformance definition named "${exportName}" (nor a default export)`);
   }
   return definition;
@@ -40,14 +40,35 @@ function parseOnly(only: string | undefined): ScenarioName[] | undefined {
   return names as ScenarioName[];
 }
 
+/** What a scenario's runs exercised, in a few words for the table. */
+export function describeExercised(result: ScenarioResult): string {
+  const seen = result.exercised;
+  if (!seen) return "";
+  const words = [
+    seen.restoredState && "restored state",
+    seen.pendingRestored && "pending work",
+    seen.acrossIndexes && "across indexes",
+    seen.merged && "merged subtasks",
+    seen.declinedAfterPreCommit && "decline after pre-commit",
+    seen.lateNotification && "complete(n) after snapshot(n+1)",
+    ...seen.killedInside.map((hook) => `killed inside ${hook}`),
+  ].filter((w): w is string => typeof w === "string");
+  return words.join(", ") || "fresh start only";
+}
+
 export function formatTable(results: readonly ScenarioResult[]): string {
   const rows = results.map((r) => [
     r.name,
-    r.status === "skipped" ? `skip (${r.skipReason})` : r.status,
+    r.status === "skipped"
+      ? `skip (${r.skipReason})`
+      : r.attempts > 1
+        ? `${r.status} (${r.attempts} attempts)`
+        : r.status,
     r.status === "skipped" ? "" : `${(r.durationMs / 1000).toFixed(1)} s`,
+    describeExercised(r),
     [...r.failures, ...r.notes].join("; "),
   ]);
-  const header = ["scenario", "result", "time", "details"];
+  const header = ["scenario", "result", "time", "exercised", "details"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
   const line = (cells: string[]) =>
     cells
@@ -57,8 +78,14 @@ export function formatTable(results: readonly ScenarioResult[]): string {
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
-/** `exactly conformance <module>`: the suite without vitest; exit code 1 on any failure. */
-export async function runConformanceCommand(module: string, options: ConformanceCommandOptions): Promise<boolean> {
+/**
+ * `exactly conformance <module>`: the suite without vitest. The outcome is "failed" on any
+ * failure, else "inconclusive" when a scenario tested nothing in all its attempts, else "passed".
+ */
+export async function runConformanceCommand(
+  module: string,
+  options: ConformanceCommandOptions,
+): Promise<"passed" | "failed" | "inconclusive"> {
   const definition = await loadDefinition(module, options.export);
   const only = parseOnly(options.only);
   const suiteOptions = {
@@ -80,9 +107,12 @@ export async function runConformanceCommand(module: string, options: Conformance
   bar.stop();
   console.log(formatTable(results));
   const failed = results.filter((r) => r.status === "failed");
-  for (const result of failed) console.log(`\n${formatFailure(definition, result)}`);
+  const inconclusive = results.filter((r) => r.status === "inconclusive");
+  for (const result of [...failed, ...inconclusive]) console.log(`\n${formatFailure(definition, result)}`);
   const passed = results.filter((r) => r.status === "passed").length;
   const skipped = results.filter((r) => r.status === "skipped").length;
-  console.log(`\n${passed} passed, ${failed.length} failed, ${skipped} skipped (seed ${results[0]?.seed ?? "-"})`);
-  return failed.length === 0;
+  console.log(
+    `\n${passed} passed, ${failed.length} failed, ${inconclusive.length} inconclusive, ${skipped} skipped (seed ${results[0]?.seed ?? "-"})`,
+  );
+  return failed.length > 0 ? "failed" : inconclusive.length > 0 ? "inconclusive" : "passed";
 }
