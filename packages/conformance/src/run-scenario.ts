@@ -204,9 +204,11 @@ async function attemptScenario(
     if (run.sweep) {
       const length = Math.max(1, sizeOf(measured[run.sweep.hook]).length);
       const kills = Math.min(length, profile.sweep);
-      const sweep = Array.from({ length: kills }, (_, i) => ({
-        kill: { ...run.sweep, share: (i + 0.5) / kills } as NonNullable<RunPlan["kill"]>,
-      }));
+      const { between, ...target } = run.sweep;
+      const sweep = Array.from({ length: kills }, (_, i) => [
+        { kill: { ...target, share: (i + 0.5) / kills } },
+        ...(between ? [between] : []),
+      ]).flat();
       runs.splice(index, 1, ...sweep);
       index--;
       continue;

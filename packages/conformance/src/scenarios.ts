@@ -19,7 +19,14 @@ export interface RunPlan {
    * measured it, at most the profile's `sweep`, sampled evenly above): each run is killed
    * right before one of them, so every window between two of the sink's calls is hit.
    */
-  readonly sweep?: Omit<KillPlan, "io" | "count">;
+  readonly sweep?: Omit<KillPlan, "io" | "count"> & {
+    /**
+     * A run made after each kill of the sweep: it recovers in full and leaves pending work
+     * again, so no transaction stays pending across the whole sweep (a system with a
+     * transaction timeout would expire it).
+     */
+    readonly between?: RunPlan;
+  };
   /** Stop gracefully (SIGTERM) after this many completed checkpoints; the run must exit cleanly. */
   readonly stopAfterCheckpoints?: number;
   readonly parallelism?: number;
@@ -322,7 +329,13 @@ export function planScenarios(
             ...crashRun("after-checkpoint-durable", { after: 2 }),
             config: { holdCommitsMs: HOLD_COMMITS_MS, measure: true },
           },
-          { sweep: { hook: "open", afterCheckpoints: 0 } },
+          {
+            sweep: {
+              hook: "open",
+              afterCheckpoints: 0,
+              between: crashRun("after-checkpoint-durable", { after: 2 }),
+            },
+          },
         ],
         final: { config: { ratePerSecond: undefined } },
         requires: ["killedInside:open", ...pending],
@@ -394,12 +407,13 @@ export function planScenarios(
       plan: {
         name: "declined-checkpoint",
         description:
-          "checkpoint 4 is declined after the sink pre-committed it (another task is slow); SIGKILL after the next one is durable",
+          "checkpoint 4 is declined after the sink pre-committed it (another task outlasts the 1.5 s timeout); SIGKILL after the next one is durable",
         catches: "a sink that discards pre-committed work when its checkpoint is declined",
         runs: [
           {
             fault: { spec: "after-checkpoint-durable@1", afterCheckpoints: 3 },
-            config: { declineCheckpoint: 4, checkpointTimeoutMs: 300 },
+            // Long enough for a slow sink's own checkpoints under load; subtask 0 waits twice it at 4.
+            config: { declineCheckpoint: 4, checkpointTimeoutMs: 1500 },
           },
         ],
         requires: ["declinedAfterPreCommit"],
