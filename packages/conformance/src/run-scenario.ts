@@ -54,6 +54,7 @@ function describeRun(run: RunPlan): string | undefined {
   if (run.sweep) return `a kill before each operation of ${run.sweep.hook}`;
   if (run.config?.killAfterLateNotification)
     return `SIGKILL after late notification ${run.config.killAfterLateNotification}`;
+  if (run.config?.killInSlowSnapshotAfter !== undefined) return `SIGKILL while subtask 0 is slow at a barrier${at}`;
   if (run.stopAfterCheckpoints) return `SIGTERM after ${run.stopAfterCheckpoints} checkpoints`;
   return undefined;
 }

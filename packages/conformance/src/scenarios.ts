@@ -149,8 +149,7 @@ function crashRun(point: FaultPoint, options: { at?: number; after?: number; par
  */
 function lingeringRun(parallelism: number): RunPlan {
   return {
-    fault: { spec: `mid-write@${4 * parallelism}`, afterCheckpoints: 2 },
-    config: { holdCommitsMs: HOLD_COMMITS_MS, slowSnapshotMs: 300 },
+    config: { holdCommitsMs: HOLD_COMMITS_MS, slowSnapshotMs: 300, killInSlowSnapshotAfter: 2 },
     parallelism,
   };
 }

@@ -67,6 +67,12 @@ export interface ChildConfig {
    * not completed: work a crash then leaves for recovery to clean up.
    */
   readonly slowSnapshotMs?: number;
+  /**
+   * With `slowSnapshotMs`: once this many checkpoints completed, the child kills itself at
+   * the end of subtask 0's wait, when every other subtask has pre-committed and is writing
+   * into a transaction of a checkpoint that will never complete.
+   */
+  readonly killInSlowSnapshotAfter?: number;
   /** Hold every completion notification this long before the sink sees it (commits wait, work stays pending). */
   readonly holdCommitsMs?: number;
   readonly fault?: FaultPlan;

@@ -197,7 +197,11 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
     this.lanes = new Map();
     // Another task is slow: the checkpoint is declined after the other subtasks pre-committed.
     if (checkpointId === config.declineCheckpoint && this.subtask === 0) await sleep(config.checkpointTimeoutMs * 2);
-    else if (config.slowSnapshotMs && this.subtask === 0) await sleep(config.slowSnapshotMs);
+    else if (config.slowSnapshotMs && this.subtask === 0) {
+      await sleep(config.slowSnapshotMs);
+      const after = config.killInSlowSnapshotAfter;
+      if (after !== undefined && this.control.completed >= after) this.control.die("snapshotState", 0, false);
+    }
     const state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
     this.control.journal({ e: "snapshot", pid: process.pid, subtask: this.subtask, checkpointId, lanes });
     // complete(n) reaches the sink only now, after snapshot(n+1) pre-committed.
