@@ -6,7 +6,7 @@ import { DeliveryGuarantee } from "@exactly/core";
 import { type CheckResult, checkIds, violations } from "./checker.ts";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./definition.ts";
-import type { ChildConfig } from "./harness/child-protocol.ts";
+import type { ChildConfig, Hook } from "./harness/child-protocol.ts";
 import { completedTransactions, type Exercised, exercised, readJournal } from "./harness/journal.ts";
 import { type ChildRun, coveredIds, runChild } from "./harness/run-child.ts";
 import { sinkModuleConfig } from "./harness/sink-module.ts";
@@ -88,6 +88,26 @@ function sizeOf(measured: { ios: number; during: number } | undefined): { length
   if (!measured) return { length: 8, count: "call" };
   if (measured.ios > 0) return { length: measured.ios, count: "call" };
   return { length: measured.during, count: "process" };
+}
+
+/**
+ * The hook a kill goes into: the planned one, or, when earlier runs measured that its calls
+ * start no external operation, the next of its alternatives that earlier runs did not
+ * measure idle.
+ */
+function hookFor(kill: NonNullable<RunPlan["kill"]>, measured: Exercised["ios"]): Hook {
+  const idle = (hook: Hook) => {
+    const m = measured[hook];
+    return m !== undefined && m.ios === 0 && m.during === 0;
+  };
+  const among = kill.among ?? [];
+  if (!idle(kill.hook) || among.length === 0) return kill.hook;
+  const from = among.indexOf(kill.hook);
+  for (let k = 1; k <= among.length; k++) {
+    const hook = among[(from + k) % among.length] as Hook;
+    if (!idle(hook)) return hook;
+  }
+  return kill.hook;
 }
 
 type Attempt =
@@ -214,11 +234,12 @@ async function attemptScenario(
       index--;
       continue;
     }
-    const size = run.kill ? sizeOf(measured[run.kill.hook]) : undefined;
+    const hook = run.kill ? hookFor(run.kill, measured) : undefined;
+    const size = hook ? sizeOf(measured[hook]) : undefined;
     const kill =
-      run.kill && size
+      run.kill && hook && size
         ? {
-            hook: run.kill.hook,
+            hook,
             afterCheckpoints: run.kill.afterCheckpoints,
             io: Math.floor(run.kill.share * Math.max(1, size.length)),
             count: size.count,

@@ -13,7 +13,15 @@ export interface RunPlan {
    * A kill inside a sink call, before the external operation at `share` (0 ≤ share < 1) of
    * the call's length, as earlier runs measured it: the run must die there.
    */
-  readonly kill?: Omit<KillPlan, "io" | "count"> & { readonly share: number };
+  readonly kill?: Omit<KillPlan, "io" | "count"> & {
+    readonly share: number;
+    /**
+     * Hooks the kill may move to, in order after `hook`, when earlier runs measured that
+     * `hook`'s calls start no external operation (a sink that only buffers in `writeBatch`):
+     * a kill there could never land inside.
+     */
+    readonly among?: readonly Hook[];
+  };
   /**
    * Expands into one run per external operation of the hook's call (as earlier runs
    * measured it, at most the profile's `sweep`, sampled evenly above): each run is killed
@@ -201,8 +209,8 @@ export function planScenarios(
   // A recovery may end before its planned turn (a kill before it left less to do): the run may finish.
   const randomKill = (hook: Hook): RunPlan =>
     hook === "open"
-      ? { kill: { hook, afterCheckpoints: 0, share: random() } }
-      : { kill: { hook, afterCheckpoints: 1 + Math.floor(random() * 3), share: random() } };
+      ? { kill: { hook, afterCheckpoints: 0, share: random(), among: hooks } }
+      : { kill: { hook, afterCheckpoints: 1 + Math.floor(random() * 3), share: random(), among: hooks } };
 
   const chaosPoints = [...points].filter((p) => p !== "during-recovery-commit" && p !== "during-lingering-abort");
   const chaosRuns: RunPlan[] = Array.from({ length: profile.chaosKills }, () => {
@@ -346,7 +354,11 @@ export function planScenarios(
         name: "random-kills",
         description: `${profile.randomKills} SIGKILLs at seeded moments inside sink calls (seed ${seed})`,
         catches: "crash windows between two external calls that no named fault point marks",
-        runs: Array.from({ length: profile.randomKills }, () => randomKill(pick(hooks))),
+        runs: [
+          // Measures every hook's calls, so each kill is sized to the calls it lands in.
+          { ...crashRun("after-checkpoint-durable"), config: { holdCommitsMs: HOLD_COMMITS_MS, measure: true } },
+          ...Array.from({ length: profile.randomKills }, () => randomKill(pick(hooks))),
+        ],
         requires: ["killedInside:any"],
       },
     },

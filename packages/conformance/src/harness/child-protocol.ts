@@ -10,8 +10,10 @@ export type Hook = (typeof HOOKS)[number];
  * is killed right before it starts its `io`-th external operation (counted from 0: a file
  * system request, a socket write or connect; anything that leaves the process). The data
  * the sink sent before stays; nothing after it happens. A call that ends with fewer
- * operations leaves the kill armed for the next call; `open` happens once a run, so the
- * child then dies right after it instead.
+ * operations leaves the kill armed for the next call, with `io` folded into that call's
+ * length (so a next call as long is hit inside); after a few such calls, or many that made
+ * no operation, the child dies right after one. `open` happens once a run, so the child
+ * dies right after it instead.
  */
 export interface KillPlan {
   readonly hook: Hook;

@@ -34,13 +34,18 @@ export class ScenarioControl {
   private lateNotifications = 0;
   /** Most external operations a call of each hook made in this run. */
   private readonly ios = new Map<Hook, number>();
+  /** Where an armed call dies: the plan's operation, folded into the length of a shorter call that came first. */
+  private target: number;
+  /** Armed calls that ended short of the target after some operations, and armed calls that made none. */
   private misses = 0;
+  private idle = 0;
   private readonly calls = new AsyncLocalStorage<WatchedCall>();
   private readonly inFlight = new Set<WatchedCall>();
 
   constructor(config: ChildConfig, journalPath: string) {
     this.config = config;
     this.journalPath = journalPath;
+    this.target = config.kill?.io ?? -1;
     if (config.kill || config.measure) {
       // Every async resource a watched call creates, directly or through its client
       // library, is attributed to it by the async context; a kill lands before one starts.
@@ -104,20 +109,28 @@ export class ScenarioControl {
       hook,
       ios: 0,
       during: 0,
-      target: armed ? (kill as KillPlan).io : -1,
+      target: armed ? this.target : -1,
       count: kill?.count ?? "call",
     };
     const ended = () => {
       this.inFlight.delete(watched);
       const size = Math.max(watched.ios, watched.during);
-      if (hook === "open" || size > (this.ios.get(hook) ?? 0)) {
+      // A hook's first call is journaled even when it made no operation: "measured, idle".
+      if (hook === "open" || size > (this.ios.get(hook) ?? -1)) {
         this.ios.set(hook, Math.max(size, this.ios.get(hook) ?? 0));
         this.journal({ e: "ios", pid: process.pid, hook, ios: watched.ios, during: watched.during });
       }
       if (!armed) return;
       // The call made fewer operations than planned. An open does not come again in this
-      // run, and a call of another hook may never reach the target: die right after.
-      if (hook === "open" || ++this.misses > 3) this.die(hook, watched.ios, false);
+      // run: die right after it. A call that made some folds the target into its length, so
+      // the next call as long is hit inside; a hook whose calls keep falling short, or make
+      // none at all, may never reach it: then die right after a call.
+      const made = watched.count === "process" ? watched.during : watched.ios;
+      if (hook === "open") this.die(hook, made, false);
+      if (made > 0) {
+        this.target %= made;
+        if (++this.misses > 3) this.die(hook, made, false);
+      } else if (++this.idle > 20) this.die(hook, 0, false);
     };
     this.inFlight.add(watched);
     const result = this.calls.run(watched, call);
