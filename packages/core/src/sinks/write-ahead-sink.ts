@@ -1,5 +1,5 @@
 import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
-import { CommitFailedError, SinkNotOpenError } from "../errors.ts";
+import { CommitFailedError, RecordWriteError, SinkNotOpenError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
@@ -18,9 +18,16 @@ export interface CheckpointCommitter {
   close?(): Promise<void>;
 }
 
-export interface RecordCodec<T> {
+/**
+ * How records are written to the log and read back. What is read back may be another type
+ * than what comes in (`LOGGED`): a sink can log records already converted for its system
+ * (rows encoded for the database), so a record that cannot be converted fails at the write,
+ * with its position, and not at the commit.
+ */
+export interface RecordCodec<T, LOGGED = T> {
+  /** One line; throwing fails the job with a `RecordWriteError` naming the record's position. */
   encode(record: T): string;
-  decode(line: string): T;
+  decode(line: string): LOGGED;
 }
 
 export const jsonCodec: RecordCodec<never> = {
@@ -28,10 +35,10 @@ export const jsonCodec: RecordCodec<never> = {
   decode: (line) => JSON.parse(line) as never,
 };
 
-export interface GenericWriteAheadSinkOptions<IN> {
+export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
   readonly committer: CheckpointCommitter;
   /** How records are written to the log. Default JSON. */
-  readonly codec?: RecordCodec<IN>;
+  readonly codec?: RecordCodec<IN, LOGGED>;
   readonly commitRetry?: RetryOptions;
 }
 
@@ -56,12 +63,12 @@ export interface WriteAheadState {
  * write data and marker in one transaction: that closes the window in which Flink's
  * version can send a checkpoint's records twice.
  */
-export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
+export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
   readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
 
   protected readonly committer: CheckpointCommitter;
-  private readonly codec: RecordCodec<IN>;
+  private readonly codec: RecordCodec<IN, LOGGED>;
   private readonly retry: RetryOptions | undefined;
   private ctx: SinkContext | undefined;
   private logs: LogStore | undefined;
@@ -70,17 +77,17 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
   private readonly pending: PendingLog[] = [];
   private commits: Promise<void> = Promise.resolve();
 
-  constructor(options: GenericWriteAheadSinkOptions<IN>) {
+  constructor(options: GenericWriteAheadSinkOptions<IN, LOGGED>) {
     this.committer = options.committer;
-    this.codec = options.codec ?? (jsonCodec as RecordCodec<IN>);
+    this.codec = options.codec ?? (jsonCodec as RecordCodec<IN, LOGGED>);
     this.retry = options.commitRetry;
   }
 
   /** Writes one checkpoint's records to the external system. */
-  protected abstract sendValues(records: readonly IN[], checkpointId: number): Promise<void>;
+  protected abstract sendValues(records: readonly LOGGED[], checkpointId: number): Promise<void>;
 
   /** Sends and marks as committed. Override to do both in one transaction. */
-  protected async sendAndCommit(records: readonly IN[], checkpointId: number, subtask: number): Promise<void> {
+  protected async sendAndCommit(records: readonly LOGGED[], checkpointId: number, subtask: number): Promise<void> {
     await this.sendValues(records, checkpointId);
     await this.committer.commit(this.context.sinkId, subtask, checkpointId);
   }
@@ -124,7 +131,15 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
   }
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
-    const lines = batch.values.map((v) => this.codec.encode(v));
+    const { values, positions } = batch;
+    const lines = new Array<string>(values.length);
+    for (let i = 0; i < values.length; i++) {
+      try {
+        lines[i] = this.codec.encode(values[i] as IN);
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+    }
     this.currentRecords += lines.length;
     await (this.logs as LogStore).append(this.currentLog, lines);
     reachFault("mid-write");
@@ -168,7 +183,7 @@ export abstract class GenericWriteAheadSink<IN> implements Sink<IN> {
       await withRetry(
         async () => {
           if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
-          const records: IN[] = [];
+          const records: LOGGED[] = [];
           for await (const line of logs.read(log.log)) records.push(this.codec.decode(line));
           await this.sendAndCommit(records, log.checkpointId, log.subtask);
         },
