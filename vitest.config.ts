@@ -33,8 +33,12 @@ export default defineConfig({
             "connectors/file/test/s3/**/*.test.ts",
             "examples/*/test/**/*.test.ts",
           ],
-          // The broker-restart test runs alone, in "services-restart".
-          exclude: [...configDefaults.exclude, "connectors/kafka/test/broker-restart.test.ts"],
+          // The server-restart tests run alone, in "services-restart".
+          exclude: [
+            ...configDefaults.exclude,
+            "connectors/kafka/test/broker-restart.test.ts",
+            "connectors/postgres/test/postgres-restart.test.ts",
+          ],
           ...services,
           sequence: { groupOrder: 1 },
         },
@@ -44,7 +48,11 @@ export default defineConfig({
         extends: true,
         test: {
           name: "services-restart",
-          include: ["test/services/postgres/smoke.test.ts", "connectors/kafka/test/broker-restart.test.ts"],
+          include: [
+            "test/services/postgres/smoke.test.ts",
+            "connectors/postgres/test/postgres-restart.test.ts",
+            "connectors/kafka/test/broker-restart.test.ts",
+          ],
           ...services,
           sequence: { groupOrder: 0 },
         },

@@ -1,0 +1,164 @@
+/**
+ * The Postgres column types a table mapping writes, and how a JavaScript value becomes the
+ * type's text form: the form COPY reads, and the elements of the `text[]` arrays the upsert
+ * statement unnests and casts. Values that cannot be encoded are refused here, per record,
+ * before anything is sent, with the SQLSTATE the server would give.
+ */
+import { RowRejectedError } from "./errors.ts";
+
+type Encoder = (value: unknown, column: string) => string;
+
+const INVALID_TEXT = "22P02";
+const OUT_OF_RANGE = "22003";
+const NUL_IN_TEXT = "22021";
+const WRONG_TYPE = "42804";
+
+function reject(column: string, sqlstate: string, message: string): never {
+  throw new RowRejectedError(column, sqlstate, message);
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (value instanceof Date) return `Date(${Number.isNaN(value.getTime()) ? "invalid" : value.toISOString()})`;
+  return typeof value === "object" ? Object.prototype.toString.call(value) : String(value);
+}
+
+function text(value: unknown, column: string): string {
+  let s: string;
+  if (typeof value === "string") s = value;
+  else if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") s = String(value);
+  else return reject(column, WRONG_TYPE, `${describeValue(value)} is not text`);
+  if (s.includes("\u0000")) reject(column, NUL_IN_TEXT, "text cannot contain the NUL character");
+  return s;
+}
+
+function integer(bits: 16 | 32 | 64): Encoder {
+  const max = (1n << BigInt(bits - 1)) - 1n;
+  const min = -max - 1n;
+  return (value, column) => {
+    let n: bigint;
+    if (typeof value === "bigint") n = value;
+    else if (typeof value === "number") {
+      if (!Number.isInteger(value)) reject(column, INVALID_TEXT, `${value} is not an integer`);
+      if (!Number.isSafeInteger(value))
+        reject(column, OUT_OF_RANGE, `${value} is beyond 2^53: pass a bigint or a string`);
+      n = BigInt(value);
+    } else if (typeof value === "string" && /^[+-]?\d+$/.test(value.trim())) n = BigInt(value.trim());
+    else return reject(column, INVALID_TEXT, `${describeValue(value)} is not an integer`);
+    if (n < min || n > max) reject(column, OUT_OF_RANGE, `${n} is out of range for a ${bits}-bit integer`);
+    return n.toString();
+  };
+}
+
+function float(value: unknown, column: string): string {
+  if (typeof value === "number") {
+    if (Number.isNaN(value)) return "NaN";
+    if (value === Number.POSITIVE_INFINITY) return "Infinity";
+    if (value === Number.NEGATIVE_INFINITY) return "-Infinity";
+    return String(value);
+  }
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string" && value.trim() !== "" && !Number.isNaN(Number(value))) return value.trim();
+  return reject(column, INVALID_TEXT, `${describeValue(value)} is not a number`);
+}
+
+const NUMERIC = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+function numeric(value: unknown, column: string): string {
+  if (typeof value === "number") {
+    if (!Number.isFinite(value) && !Number.isNaN(value)) reject(column, INVALID_TEXT, `${value} is not a numeric`);
+    return Number.isNaN(value) ? "NaN" : String(value);
+  }
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "string" && (NUMERIC.test(value.trim()) || value.trim() === "NaN")) return value.trim();
+  return reject(column, INVALID_TEXT, `${describeValue(value)} is not a numeric`);
+}
+
+function boolean(value: unknown, column: string): string {
+  if (typeof value === "boolean") return value ? "t" : "f";
+  return reject(column, INVALID_TEXT, `${describeValue(value)} is not a boolean`);
+}
+
+function timestamp(value: unknown, column: string): string {
+  const date = value instanceof Date ? value : typeof value === "number" ? new Date(value) : undefined;
+  if (date) {
+    if (Number.isNaN(date.getTime())) reject(column, INVALID_TEXT, `${describeValue(value)} is not a valid time`);
+    return date.toISOString();
+  }
+  // A string is the server's to parse (time zones, 'infinity'); only NUL is refused here.
+  if (typeof value === "string") return text(value, column);
+  return reject(column, INVALID_TEXT, `${describeValue(value)} is not a time (Date, epoch milliseconds or string)`);
+}
+
+function json(value: unknown, column: string): string {
+  let s: string | undefined;
+  try {
+    s = JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? v.toString() : v));
+  } catch (error) {
+    return reject(column, INVALID_TEXT, `not serializable as JSON: ${(error as Error).message}`);
+  }
+  if (s === undefined) return reject(column, INVALID_TEXT, `${describeValue(value)} is not serializable as JSON`);
+  // jsonb refuses \u0000 inside strings, as text refuses NUL.
+  if (s.includes("\\u0000")) reject(column, "22P05", "JSON cannot contain the NUL character");
+  return s;
+}
+
+const UUID = /^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/;
+
+function uuid(value: unknown, column: string): string {
+  if (typeof value === "string" && UUID.test(value)) return value;
+  return reject(column, INVALID_TEXT, `${describeValue(value)} is not a uuid`);
+}
+
+function bytea(value: unknown, column: string): string {
+  if (value instanceof Uint8Array)
+    return `\\x${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("hex")}`;
+  return reject(column, WRONG_TYPE, `${describeValue(value)} is not bytes (Buffer or Uint8Array)`);
+}
+
+/** Each supported type, by the name used in a mapping (and in the statement's casts). */
+const ENCODERS = {
+  text,
+  varchar: text,
+  smallint: integer(16),
+  integer: integer(32),
+  bigint: integer(64),
+  real: float,
+  "double precision": float,
+  numeric,
+  boolean,
+  timestamptz: timestamp,
+  timestamp,
+  date: timestamp,
+  jsonb: json,
+  json,
+  uuid,
+  bytea,
+} satisfies Record<string, Encoder>;
+
+/** A Postgres type a mapped column can have. The column's own type (varchar(n), numeric(p, s)) applies on insert. */
+export type ColumnType = keyof typeof ENCODERS;
+
+export const COLUMN_TYPES = Object.keys(ENCODERS) as ColumnType[];
+
+export function isColumnType(type: string): type is ColumnType {
+  return Object.hasOwn(ENCODERS, type);
+}
+
+/** The text form of `value` for a column of `type`; null and undefined are SQL NULL. */
+export function encodeValue(type: ColumnType, value: unknown, column: string): string | null {
+  if (value === null || value === undefined) return null;
+  return ENCODERS[type](value, column);
+}
+
+// Two expressions: a global one's test() would carry lastIndex from one call to the next.
+const NEEDS_ESCAPE = /[\\\n\r\t]/;
+const COPY_ESCAPES = /[\\\n\r\t]/g;
+const COPY_ESCAPE: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/** One field of COPY's text format: `\N` for NULL, backslash, newline, carriage return and tab escaped. */
+export function copyField(value: string | null): string {
+  if (value === null) return "\\N";
+  return NEEDS_ESCAPE.test(value) ? value.replace(COPY_ESCAPES, (c) => COPY_ESCAPE[c] as string) : value;
+}

@@ -1,0 +1,14 @@
+export { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
+export { COLUMN_TYPES, type ColumnType } from "./column-types.ts";
+export { RowRejectedError } from "./errors.ts";
+export type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
+export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
+export type { PostgresSinkOptions } from "./postgres-options.ts";
+export { type PostgresSink, type PostgresSinkFactoryOptions, postgresSink } from "./postgres-sink.ts";
+export {
+  type PostgresTransaction,
+  PostgresTwoPhaseSink,
+  type PostgresTwoPhaseSinkOptions,
+} from "./postgres-two-phase-sink.ts";
+export { PostgresWriteAheadSink, type PostgresWriteAheadSinkOptions } from "./postgres-write-ahead-sink.ts";
+export type { ColumnMapping, TableMapping } from "./table-mapping.ts";

@@ -1,0 +1,111 @@
+/**
+ * The `PostgresConnection` port on `pg` (one `pg.Client` per connection) and COPY on
+ * `pg-copy-streams`. The only module of the connector that imports either; both are pinned
+ * exactly. It turns the client's errors into the port's two shapes: `ServerError` with the
+ * SQLSTATE, or `TransientError` for a connection that is gone.
+ */
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { TransientError } from "@exactly/core";
+import pg from "pg";
+import copyStreams from "pg-copy-streams";
+import { type PostgresConnect, type PostgresConnection, type QueryResult, ServerError } from "../connection.ts";
+
+/** A connection string, or `pg`'s client settings (host, port, user, password, database, ssl …). */
+export type PostgresConnectionOptions = string | pg.ClientConfig;
+
+/** Lines per chunk written to a COPY stream: big enough to amortize a write, small enough to stay bounded. */
+const COPY_CHUNK_LINES = 2048;
+
+function translate(error: unknown, connection: PgConnection): Error {
+  if (error instanceof pg.DatabaseError && typeof error.code === "string") {
+    const fields = {
+      sqlstate: error.code,
+      ...(error.column ? { column: error.column } : {}),
+      ...(error.constraint ? { constraint: error.constraint } : {}),
+      ...(error.detail ? { detail: error.detail } : {}),
+      ...(error.where ? { where: error.where } : {}),
+    };
+    // The server ends the session after these (admin shutdown, crash shutdown …).
+    if (error.code.startsWith("08") || error.code.startsWith("57P")) connection.markBroken();
+    return new ServerError(error.message, fields, { cause: error });
+  }
+  // Anything else from the client is about the connection: refused, reset, terminated, timed out.
+  connection.markBroken();
+  const message = error instanceof Error ? error.message : String(error);
+  return new TransientError(`postgres connection lost: ${message}`, { cause: error });
+}
+
+class PgConnection implements PostgresConnection {
+  private readonly client: pg.Client;
+  private lost = false;
+
+  constructor(client: pg.Client) {
+    this.client = client;
+    // Without a listener an idle connection's error would crash the process.
+    client.on("error", () => this.markBroken());
+    client.on("end", () => this.markBroken());
+  }
+
+  get broken(): boolean {
+    return this.lost;
+  }
+
+  markBroken(): void {
+    this.lost = true;
+  }
+
+  async query(statement: string, values?: readonly unknown[]): Promise<QueryResult> {
+    if (this.lost) throw new TransientError("postgres connection lost earlier; reconnect");
+    try {
+      const result = await this.client.query(statement, values as unknown[] | undefined);
+      return { rows: result.rows, rowCount: result.rowCount ?? 0 };
+    } catch (error) {
+      throw translate(error, this);
+    }
+  }
+
+  async copyFrom(statement: string, lines: readonly string[]): Promise<number> {
+    if (this.lost) throw new TransientError("postgres connection lost earlier; reconnect");
+    const stream = this.client.query(copyStreams.from(statement));
+    function* chunks() {
+      for (let i = 0; i < lines.length; i += COPY_CHUNK_LINES) {
+        yield `${lines.slice(i, i + COPY_CHUNK_LINES).join("\n")}\n`;
+      }
+    }
+    try {
+      await pipeline(Readable.from(chunks()), stream);
+    } catch (error) {
+      throw translate(error, this);
+    }
+    return stream.rowCount;
+  }
+
+  async close(): Promise<void> {
+    this.lost = true;
+    await this.client.end().catch(() => {});
+  }
+}
+
+/**
+ * Opens connections to one server. Each gets `application_name` `exactly:<purpose>` (seen
+ * in pg_stat_activity) and TCP keepalives, so a dead peer is noticed.
+ */
+export function pgConnect(options: PostgresConnectionOptions): PostgresConnect {
+  return async (purpose) => {
+    const base: pg.ClientConfig = typeof options === "string" ? { connectionString: options } : options;
+    const client = new pg.Client({
+      keepAlive: true,
+      ...base,
+      application_name: `exactly:${purpose}`.slice(0, 63),
+    });
+    const connection = new PgConnection(client);
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw translate(error, connection);
+    }
+    return connection;
+  };
+}

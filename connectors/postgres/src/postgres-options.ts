@@ -1,0 +1,44 @@
+import { type RetryOptions, requirePositiveInteger } from "@exactly/core";
+import type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
+import { CompiledMapping, type TableMapping } from "./table-mapping.ts";
+
+/** What every Postgres sink takes. */
+export interface PostgresSinkOptions<T> {
+  /** A connection string, or `pg`'s client settings. Credentials are never logged. */
+  readonly connection: PostgresConnectionOptions;
+  readonly table: TableMapping<T>;
+  /**
+   * The sink's name in the database: the prefix of its prepared transactions
+   * (`<name>:<subtask>:<checkpoint>`), marker and progress rows and lock. Default: the
+   * sink's name in the job. Letters, digits, `_ . -`; unique per database (checked at open).
+   */
+  readonly name?: string;
+  /** Schema of the sink's own tables (markers, progress); default the table's schema. */
+  readonly bookkeepingSchema?: string;
+  /** Rows buffered before they are written into the open transaction; default 10,000. */
+  readonly flushRows?: number;
+  /** Retries of commits on lost connections and transient server errors; default 8 attempts, 100 ms doubling to 5 s. */
+  readonly commitRetry?: RetryOptions;
+  /** How long open waits for a session that still holds this sink's name (a process just killed); default 30 s. */
+  readonly nameLockWaitMs?: number;
+}
+
+export const DEFAULT_COMMIT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 5000 };
+
+/** The options checked once, where a sink is built. */
+export interface ResolvedPostgresOptions<T> {
+  readonly mapping: CompiledMapping<T>;
+  readonly bookkeepingSchema: string;
+  readonly flushRows: number;
+  readonly nameLockWaitMs: number;
+}
+
+export function resolvePostgresOptions<T>(options: PostgresSinkOptions<T>): ResolvedPostgresOptions<T> {
+  const mapping = new CompiledMapping(options.table);
+  return {
+    mapping,
+    bookkeepingSchema: options.bookkeepingSchema ?? mapping.schema,
+    flushRows: requirePositiveInteger("flushRows", options.flushRows ?? 10_000),
+    nameLockWaitMs: options.nameLockWaitMs ?? 30_000,
+  };
+}

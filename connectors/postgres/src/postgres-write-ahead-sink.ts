@@ -1,0 +1,167 @@
+import {
+  type CheckpointCommitter,
+  GenericWriteAheadSink,
+  ownsSubtaskIndex,
+  type SinkCapabilities,
+  type SinkContext,
+} from "@exactly/core";
+import { Bookkeeping } from "./bookkeeping.ts";
+import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
+import { pgConnect } from "./pg/pg-connection.ts";
+import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
+import { RowBuffer } from "./row-buffer.ts";
+import { explainRejection, isRejection, writeRows } from "./row-writer.ts";
+import { validateSinkName } from "./sql.ts";
+import { checkTable, lockSinkName } from "./startup-checks.ts";
+import type { CompiledMapping } from "./table-mapping.ts";
+
+/** A record as the log holds it: its columns already encoded (see the column types). */
+type LoggedRow = (string | null)[];
+
+export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
+
+/**
+ * The exactly-once Postgres sink without prepared transactions, on
+ * {@link GenericWriteAheadSink}: a checkpoint's records are logged in checkpoint storage
+ * (already encoded, so a record that cannot be written fails at once, with its position), and
+ * when the checkpoint completes its rows and the progress row `(sink, subtask, checkpoint)`
+ * go into one ordinary transaction. Data and marker commit together, so a checkpoint
+ * replayed after a crash finds the progress row and is skipped. Needs no server setting: the
+ * choice for managed Postgres, where `max_prepared_transactions` is 0.
+ */
+export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRow> {
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, atomicCommits: true };
+  private readonly connect: PostgresConnect;
+  private readonly configuredName: string | undefined;
+  private readonly mapping: CompiledMapping<T>;
+  private readonly bookkeeping: Bookkeeping;
+  private readonly nameLockWaitMs: number;
+  private sinkName = "";
+  private subtask = 0;
+  private session: PostgresConnection | undefined;
+
+  constructor(options: PostgresWriteAheadSinkOptions<T>) {
+    const resolved = resolvePostgresOptions(options);
+    const mapping = resolved.mapping;
+    const committer: CheckpointCommitter = {
+      isCommitted: async (_sinkId, subtask, checkpointId) =>
+        (await (this as PostgresWriteAheadSink<T>).committed(subtask)) >= checkpointId,
+      commit: async (_sinkId, subtask, checkpointId) =>
+        (this as PostgresWriteAheadSink<T>).markCommitted(subtask, checkpointId),
+    };
+    super({
+      committer,
+      codec: {
+        encode: (record) => JSON.stringify(mapping.encode(record)),
+        decode: (line) => JSON.parse(line) as LoggedRow,
+      },
+      commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY,
+    });
+    this.connect = pgConnect(options.connection);
+    this.configuredName = options.name === undefined ? undefined : validateSinkName("name", options.name);
+    this.mapping = mapping;
+    this.bookkeeping = new Bookkeeping(resolved.bookkeepingSchema);
+    this.nameLockWaitMs = resolved.nameLockWaitMs;
+  }
+
+  get name(): string {
+    return this.sinkName;
+  }
+
+  /** Connects, checks the table, creates the progress table, then recovers (the base replays pending logs). */
+  override async open(context: SinkContext): Promise<void> {
+    this.sinkName = this.configuredName ?? validateSinkName("name (the sink's name in the job)", context.sinkId);
+    this.subtask = context.subtask;
+    const session = await this.connection();
+    await checkTable(session, this.mapping);
+    await this.bookkeeping.ensureProgress(session);
+    if (context.restoredCheckpointId === undefined) {
+      // A fresh start numbers checkpoints from 1 again: an earlier run's progress would skip them.
+      const forgotten = await this.bookkeeping.forget(session, "progress", this.sinkName, (index) =>
+        ownsSubtaskIndex(context.subtask, context.parallelism, index),
+      );
+      if (forgotten > 0) {
+        context.logger.info(`fresh start: forgot the progress of ${forgotten} subtask(s) of an earlier run`, {
+          sink: this.sinkName,
+          subtask: context.subtask,
+        });
+      }
+    }
+    await super.open(context);
+  }
+
+  protected override isTransient(error: unknown): boolean {
+    return isTransientPostgresError(error);
+  }
+
+  /** The sink's session, opened again (and its name lock taken again) if the last one was lost. */
+  private async connection(): Promise<PostgresConnection> {
+    if (!this.session || this.session.broken) {
+      await this.session?.close();
+      this.session = undefined;
+      const session = await this.connect(`${this.sinkName}:${this.subtask}`);
+      await session.query("SET idle_in_transaction_session_timeout = 0");
+      await lockSinkName(session, this.sinkName, this.subtask, this.nameLockWaitMs);
+      this.session = session;
+    }
+    return this.session;
+  }
+
+  private async committed(subtask: number): Promise<number> {
+    return this.bookkeeping.committedCheckpoint(await this.connection(), this.sinkName, subtask);
+  }
+
+  private async markCommitted(subtask: number, checkpointId: number): Promise<void> {
+    await this.bookkeeping.advanceProgress(await this.connection(), this.sinkName, subtask, checkpointId);
+  }
+
+  /** Writes a checkpoint's rows into the session's open transaction (see {@link sendAndCommit}). */
+  protected async sendValues(records: readonly LoggedRow[]): Promise<void> {
+    const session = await this.connection();
+    const buffer = new RowBuffer(this.mapping);
+    for (const cells of records) buffer.addCells(cells, undefined);
+    const rows = buffer.take();
+    try {
+      await writeRows(session, this.mapping, rows);
+    } catch (error) {
+      if (isRejection(error)) throw await explainRejection(session, this.mapping, rows, error);
+      throw error;
+    }
+  }
+
+  /**
+   * Rows and progress in one transaction. The progress row is read under a row lock first:
+   * a checkpoint already committed (a replay, or a retry after a connection lost at COMMIT,
+   * whose outcome only the server knows) is skipped.
+   */
+  protected override async sendAndCommit(
+    records: readonly LoggedRow[],
+    checkpointId: number,
+    subtask: number,
+  ): Promise<void> {
+    const session = await this.connection();
+    await session.query("BEGIN");
+    try {
+      const committed = await this.bookkeeping.committedCheckpoint(session, this.sinkName, subtask, true);
+      if (committed >= checkpointId) {
+        await session.query("ROLLBACK");
+        return;
+      }
+      await this.sendValues(records);
+      await this.bookkeeping.advanceProgress(session, this.sinkName, subtask, checkpointId);
+      await session.query("COMMIT");
+    } catch (error) {
+      if (!session.broken) await session.query("ROLLBACK").catch(() => {});
+      throw error;
+    }
+  }
+
+  override async close(): Promise<void> {
+    try {
+      await super.close();
+    } finally {
+      await this.session?.close();
+      this.session = undefined;
+    }
+  }
+}

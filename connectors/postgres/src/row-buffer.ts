@@ -1,0 +1,83 @@
+/**
+ * Rows encoded and waiting to be written, with each row's source position, so a row the
+ * server refuses can be named. Appends become COPY text lines; upserts become one `text[]`
+ * per column, one row per key (the last record of a key wins: ON CONFLICT cannot touch a
+ * row twice in one statement).
+ */
+import { type Batch, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { copyField } from "./column-types.ts";
+import type { CompiledMapping } from "./table-mapping.ts";
+
+export type PendingRows =
+  | { readonly kind: "copy"; readonly lines: string[]; readonly positions: (RecordPosition | undefined)[] }
+  | {
+      readonly kind: "upsert";
+      readonly columns: (string | null)[][];
+      readonly positions: (RecordPosition | undefined)[];
+    };
+
+export class RowBuffer<T> {
+  private readonly mapping: CompiledMapping<T>;
+  private lines: string[] = [];
+  private columns: (string | null)[][];
+  private positions: (RecordPosition | undefined)[] = [];
+  private keys = new Map<string, number>();
+
+  constructor(mapping: CompiledMapping<T>) {
+    this.mapping = mapping;
+    this.columns = mapping.columns.map(() => []);
+  }
+
+  /** Rows buffered (for upserts, distinct keys). */
+  get size(): number {
+    return this.positions.length;
+  }
+
+  /** Encodes a batch; a record that cannot be encoded fails with a RecordWriteError naming its position. */
+  add(batch: Batch<T>): void {
+    const { values, positions } = batch;
+    for (let i = 0; i < values.length; i++) {
+      let cells: (string | null)[];
+      try {
+        cells = this.mapping.encode(values[i] as T);
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+      this.addCells(cells, positions[i]);
+    }
+  }
+
+  /** Adds a row already encoded (a write-ahead log's rows). */
+  addCells(cells: (string | null)[], position: RecordPosition | undefined): void {
+    if (!this.mapping.upserts) {
+      let line = copyField(cells[0] as string | null);
+      for (let c = 1; c < cells.length; c++) line += `\t${copyField(cells[c] as string | null)}`;
+      this.lines.push(line);
+      this.positions.push(position);
+      return;
+    }
+    const key = this.mapping.keyOf(cells);
+    const at = this.keys.get(key);
+    const row = at ?? this.positions.length;
+    if (at === undefined) {
+      this.keys.set(key, row);
+      this.positions.push(position);
+    } else this.positions[row] = position;
+    for (let c = 0; c < cells.length; c++) (this.columns[c] as (string | null)[])[row] = cells[c] as string | null;
+  }
+
+  /** What is buffered, and an empty buffer from now on. */
+  take(): PendingRows {
+    const positions = this.positions;
+    this.positions = [];
+    if (!this.mapping.upserts) {
+      const lines = this.lines;
+      this.lines = [];
+      return { kind: "copy", lines, positions };
+    }
+    const columns = this.columns;
+    this.columns = this.mapping.columns.map(() => []);
+    this.keys = new Map();
+    return { kind: "upsert", columns, positions };
+  }
+}

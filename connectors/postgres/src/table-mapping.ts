@@ -1,0 +1,128 @@
+/**
+ * Which table a sink writes, which record field goes into which column, and whether rows
+ * are appended (COPY; a duplicate would show) or upserted on a key (INSERT … ON CONFLICT).
+ */
+import { ConfigurationError } from "@exactly/core";
+import { COLUMN_TYPES, type ColumnType, encodeValue, isColumnType } from "./column-types.ts";
+import { RowRejectedError } from "./errors.ts";
+import { qualifiedName, quoteIdentifier } from "./sql.ts";
+
+export interface ColumnMapping<T> {
+  /** The column's name, as in the table (case-sensitive: it is always quoted). */
+  readonly name: string;
+  /** The Postgres type the value is encoded as; the column's own type applies on insert. */
+  readonly type: ColumnType;
+  /** The column's value for a record. Default: the record's field of the same name. */
+  readonly value?: (record: T) => unknown;
+}
+
+export interface TableMapping<T> {
+  /** Default "public". */
+  readonly schema?: string;
+  readonly table: string;
+  readonly columns: readonly ColumnMapping<T>[];
+  /**
+   * "append": COPY FROM STDIN, every record a new row. `{ upsertOn: [...] }`: one row per
+   * key, the last record of the key wins; the key columns need a unique index or constraint.
+   */
+  readonly write: "append" | { readonly upsertOn: readonly string[] };
+}
+
+/** A mapping checked once, with its statements built. */
+export class CompiledMapping<T> {
+  readonly schema: string;
+  readonly table: string;
+  readonly qualifiedTable: string;
+  readonly columns: ReadonlyArray<{
+    readonly name: string;
+    readonly type: ColumnType;
+    readonly get: (r: T) => unknown;
+  }>;
+  /** Indexes into `columns` of the upsert key; undefined for append. */
+  readonly keyColumns: readonly number[] | undefined;
+  /** `COPY "s"."t" ("a", …) FROM STDIN`, for append. */
+  readonly copyStatement: string;
+  /** `INSERT … SELECT … FROM unnest($1::text[], …) ON CONFLICT …`, for upsert. */
+  readonly upsertStatement: string | undefined;
+
+  constructor(mapping: TableMapping<T>, setting = "table") {
+    this.schema = mapping.schema ?? "public";
+    this.table = mapping.table;
+    if (!this.table) throw new ConfigurationError(`${setting}.table`, "is required");
+    if (mapping.columns.length === 0)
+      throw new ConfigurationError(`${setting}.columns`, "must name at least one column");
+    const seen = new Set<string>();
+    this.columns = mapping.columns.map((c, i) => {
+      if (!c.name) throw new ConfigurationError(`${setting}.columns[${i}].name`, "is required");
+      if (seen.has(c.name))
+        throw new ConfigurationError(`${setting}.columns`, `column ${JSON.stringify(c.name)} is mapped twice`);
+      seen.add(c.name);
+      if (!isColumnType(c.type)) {
+        throw new ConfigurationError(
+          `${setting}.columns[${i}].type`,
+          `${JSON.stringify(c.type)} is not one of ${COLUMN_TYPES.join(", ")}`,
+        );
+      }
+      const name = c.name;
+      return { name, type: c.type, get: c.value ?? ((r: T) => (r as Record<string, unknown>)[name]) };
+    });
+    this.qualifiedTable = qualifiedName(this.schema, this.table);
+    const list = this.columns.map((c) => quoteIdentifier(c.name)).join(", ");
+    this.copyStatement = `COPY ${this.qualifiedTable} (${list}) FROM STDIN`;
+    if (mapping.write === "append") {
+      this.keyColumns = undefined;
+      this.upsertStatement = undefined;
+    } else {
+      const key = mapping.write.upsertOn;
+      if (key.length === 0) throw new ConfigurationError(`${setting}.write.upsertOn`, "must name at least one column");
+      this.keyColumns = key.map((k) => {
+        const index = this.columns.findIndex((c) => c.name === k);
+        if (index < 0)
+          throw new ConfigurationError(`${setting}.write.upsertOn`, `${JSON.stringify(k)} is not a mapped column`);
+        return index;
+      });
+      const casts = this.columns.map((c, i) => `u.c${i}::${c.type}`).join(", ");
+      const arrays = this.columns.map((_c, i) => `$${i + 1}::text[]`).join(", ");
+      const aliases = this.columns.map((_c, i) => `c${i}`).join(", ");
+      const keys = new Set(this.keyColumns);
+      const updates = this.columns
+        .filter((_c, i) => !keys.has(i))
+        .map((c) => `${quoteIdentifier(c.name)} = EXCLUDED.${quoteIdentifier(c.name)}`);
+      const conflict = `ON CONFLICT (${key.map(quoteIdentifier).join(", ")}) ${
+        updates.length > 0 ? `DO UPDATE SET ${updates.join(", ")}` : "DO NOTHING"
+      }`;
+      this.upsertStatement = `INSERT INTO ${this.qualifiedTable} (${list}) SELECT ${casts} FROM unnest(${arrays}) AS u(${aliases}) ${conflict}`;
+    }
+  }
+
+  get upserts(): boolean {
+    return this.keyColumns !== undefined;
+  }
+
+  /** A record's columns in their text forms; throws RowRejectedError naming the column. */
+  encode(record: T): (string | null)[] {
+    const columns = this.columns;
+    const cells = new Array<string | null>(columns.length);
+    for (let i = 0; i < columns.length; i++) {
+      const c = columns[i] as (typeof columns)[number];
+      cells[i] = encodeValue(c.type, c.get(record), c.name);
+    }
+    // NULL never conflicts, so a row with a NULL key would be a new row each time: not an upsert.
+    for (const k of this.keyColumns ?? []) {
+      if (cells[k] === null)
+        throw new RowRejectedError(
+          (columns[k] as (typeof columns)[number]).name,
+          "23502",
+          "an upsert key cannot be NULL",
+        );
+    }
+    return cells;
+  }
+
+  /** The upsert key of encoded cells, as one string: the key cells joined by NUL, which no text form holds. */
+  keyOf(cells: readonly (string | null)[]): string {
+    const key = this.keyColumns as readonly number[];
+    if (key.length === 1) return cells[key[0] as number] as string;
+    return key.map((i) => cells[i]).join("\u0000");
+  }
+}
