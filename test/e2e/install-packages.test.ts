@@ -13,11 +13,12 @@ const bin = (name: string) => join(root, "node_modules", ".bin", name);
 
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
-  it("core, file and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
+  it("core, the connectors and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
     const packages = [
       "packages/core",
       "connectors/file",
       "connectors/kafka",
+      "connectors/postgres",
       "examples/kafka-window-sum",
       "packages/conformance",
       "packages/cli",
@@ -35,6 +36,7 @@ describe("packages install alone", () => {
       "exactly-example-kafka-window-sum-0.1.0.tgz",
       "exactly-file-0.1.0.tgz",
       "exactly-kafka-0.1.0.tgz",
+      "exactly-postgres-0.1.0.tgz",
     ]);
 
     const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
@@ -156,6 +158,62 @@ console.log(JSON.stringify(result));
     expect(await kafkaDemo()).toMatchObject({
       code: 2,
       stderr: expect.stringContaining("--brokers: give the Kafka bootstrap"),
+    });
+
+    // Core and the Postgres connector alone, in a project of their own: they bring pg, nothing else of ours.
+    const pgApp = await mkdtemp(join(tmpdir(), "exactly-pg-app-"));
+    await writeFile(join(pgApp, "package.json"), JSON.stringify({ name: "pg-app", private: true, type: "module" }));
+    await exec(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        join(packs, "exactly-core-0.1.0.tgz"),
+        join(packs, "exactly-postgres-0.1.0.tgz"),
+      ],
+      { cwd: pgApp },
+    );
+    expect(existsSync(join(pgApp, "node_modules/pg"))).toBe(true);
+    expect(existsSync(join(pgApp, "node_modules/kafkajs"))).toBe(false);
+    await writeFile(
+      join(pgApp, "job.ts"),
+      `import { DeliveryGuarantee } from "@exactly/core";
+import { postgresSink } from "@exactly/postgres";
+const create = postgresSink<{ id: number; name: string }>({
+  connection: "postgres://localhost/none",
+  guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+  exactlyOnce: "write-ahead",
+  table: { table: "people", columns: [{ name: "id", type: "bigint" }, { name: "name", type: "text" }], write: { upsertOn: ["id"] } },
+});
+const sink = create();
+console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
+`,
+    );
+    await exec(
+      bin("tsc"),
+      [
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2023",
+        "--types",
+        "node",
+        "--typeRoots",
+        join(root, "node_modules/@types"),
+        "job.ts",
+      ],
+      { cwd: pgApp },
+    );
+    const pgJob = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], { cwd: pgApp });
+    expect(JSON.parse(pgJob.stdout)).toEqual({
+      guarantee: "EXACTLY_ONCE",
+      capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
+      kind: "PostgresWriteAheadSink",
     });
 
     // A user's own sink, in plain JavaScript, through `exactly conformance`.
