@@ -1,7 +1,14 @@
 export { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 export { COLUMN_TYPES, type ColumnType } from "./column-types.ts";
+export {
+  isTransientPostgresError,
+  type PostgresConnection,
+  type QueryResult,
+  ServerError,
+  sqlstateOf,
+} from "./connection.ts";
 export { RowRejectedError } from "./errors.ts";
-export type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
+export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
 export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
 export type { PostgresSinkOptions } from "./postgres-options.ts";
 export { type PostgresSink, type PostgresSinkFactoryOptions, postgresSink } from "./postgres-sink.ts";
@@ -11,4 +18,6 @@ export {
   type PostgresTwoPhaseSinkOptions,
 } from "./postgres-two-phase-sink.ts";
 export { PostgresWriteAheadSink, type PostgresWriteAheadSinkOptions } from "./postgres-write-ahead-sink.ts";
+export { gidOf, listPrepared, type PreparedName, parseGid } from "./prepared-transactions.ts";
+export { qualifiedName, quoteIdentifier } from "./sql.ts";
 export type { ColumnMapping, TableMapping } from "./table-mapping.ts";

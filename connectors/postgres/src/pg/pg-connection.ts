@@ -109,3 +109,11 @@ export function pgConnect(options: PostgresConnectionOptions): PostgresConnect {
     return connection;
   };
 }
+
+/**
+ * One connection on the connector's port, for tools (the demo, cleanup of leftovers): bound
+ * values, COPY, errors as `ServerError` with the SQLSTATE. Close it when done.
+ */
+export function connectPostgres(options: PostgresConnectionOptions, purpose = "tool"): Promise<PostgresConnection> {
+  return pgConnect(options)(purpose);
+}

@@ -2,11 +2,13 @@ import { type ChildProcess, fork } from "node:child_process";
 import { mkdir, mkdtemp, readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { DeliveryGuarantee } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
 import { type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
+import { type PostgresDemoSink, prepareDemoTable, verifyDemoTable } from "./postgres-target.ts";
 import { type OutputCheck, verifyOutput } from "./verify-output.ts";
 
 export interface DemoOptions {
@@ -20,6 +22,12 @@ export interface DemoOptions {
   readonly rate?: number;
   readonly json: boolean;
   readonly progress: boolean;
+  /** Where the demo writes: "file" (default; rolling files in `out`) or "postgres". */
+  readonly sink?: string;
+  /** For --sink postgres: the server (default $EXACTLY_PG_URL), the table, and how exactly-once is kept. */
+  readonly pgUrl?: string;
+  readonly table?: string;
+  readonly pgSink?: string;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -36,7 +44,35 @@ export interface DemoSummary extends OutputCheck {
   readonly peakRssMb: number;
   readonly ratePerSecond: number | null;
   readonly out: string;
+  readonly sink: "file" | "postgres";
+  /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
+  readonly table?: string;
+  readonly pgSink?: string;
+  readonly preparedLeft?: number;
   readonly ok: boolean;
+}
+
+/** The Postgres target of `--sink postgres`, from the options; undefined for files. */
+function postgresTarget(options: DemoOptions): PostgresDemoSink | undefined {
+  const sink = options.sink ?? "file";
+  if (sink === "file") {
+    for (const [flag, value] of [
+      ["--pg-url", options.pgUrl],
+      ["--table", options.table],
+      ["--pg-sink", options.pgSink],
+    ] as const) {
+      if (value !== undefined) throw new Error(`${flag} only applies to --sink postgres`);
+    }
+    return undefined;
+  }
+  if (sink !== "postgres") throw new Error(`--sink must be file or postgres, got ${sink}`);
+  const url = options.pgUrl ?? process.env.EXACTLY_PG_URL;
+  if (!url) throw new Error("--pg-url: give the Postgres connection string (or set EXACTLY_PG_URL)");
+  const exactlyOnce = options.pgSink ?? "two-phase";
+  if (exactlyOnce !== "two-phase" && exactlyOnce !== "write-ahead") {
+    throw new Error(`--pg-sink must be two-phase or write-ahead, got ${exactlyOnce}`);
+  }
+  return { url, table: options.table ?? "exactly_demo", exactlyOnce };
 }
 
 const CHECKPOINT_INTERVAL_MS = 500;
@@ -78,8 +114,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   ] as const) {
     if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${value}`);
   }
+  const postgres = postgresTarget(options);
+  // With --sink postgres, the output directory holds only the checkpoints.
   const out = await prepareOutput(options.out);
+  if (postgres) await prepareDemoTable(postgres);
   const config: DemoJobConfig = {
+    ...(postgres ? { postgres } : {}),
     records: options.records,
     out,
     parallelism: options.parallelism,
@@ -167,9 +207,14 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   bar?.update(options.records, { checkpoints: checkpointsBefore, killed, recoveries });
   bar?.stop();
 
-  const check = await verifyOutput(out, options.records);
+  const check = postgres ? await verifyDemoTable(postgres, options.records) : await verifyOutput(out, options.records);
+  const preparedLeft = "preparedLeft" in check ? (check.preparedLeft as number) : 0;
   return {
     ...check,
+    sink: postgres ? "postgres" : "file",
+    ...(postgres ? { table: postgres.table, preparedLeft } : {}),
+    // Only an exactly-once demo has a choice of sink class.
+    ...(postgres && guarantee === DeliveryGuarantee.EXACTLY_ONCE ? { pgSink: postgres.exactlyOnce } : {}),
     records: options.records,
     guarantee: options.guarantee,
     seed: options.seed,
@@ -182,7 +227,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     peakRssMb: Math.round(peakRssKb / 1024),
     ratePerSecond: config.ratePerSecond ?? null,
     out,
-    ok: check.lost === 0 && check.duplicated === 0 && check.phantom === 0 && check.keysWithBadSequence === 0,
+    ok:
+      check.lost === 0 &&
+      check.duplicated === 0 &&
+      check.phantom === 0 &&
+      check.keysWithBadSequence === 0 &&
+      preparedLeft === 0,
   };
 }
 
@@ -201,7 +251,13 @@ export function formatSummary(s: DemoSummary): string {
     ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],
-    ["output", s.out],
+    ...(s.sink === "postgres"
+      ? ([
+          ["output", `table ${s.table} (${s.pgSink ? `${s.pgSink} sink` : "at-least-once sink"})`],
+          ["prepared left", String(s.preparedLeft)],
+          ["checkpoints in", s.out],
+        ] as Array<[string, string]>)
+      : ([["output", s.out]] as Array<[string, string]>)),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE";

@@ -26,49 +26,75 @@ export async function* visibleFiles(dir: string): AsyncGenerator<string> {
   }
 }
 
-/** Reads the committed output and checks it against ids 0 … records − 1. */
+/**
+ * Counts what a reader of the committed output sees against ids 0 … records − 1: lost,
+ * duplicated, phantom, and keys whose sequence numbers are not 1 … n. Files and tables feed it.
+ */
+export class RecordTally {
+  private readonly records: number;
+  private readonly seen: Uint8Array;
+  private readonly perKey = new Map<number, { count: number; max: number; sum: number }>();
+  private duplicated = 0;
+  private phantom = 0;
+
+  constructor(records: number) {
+    this.records = records;
+    this.seen = new Uint8Array(records);
+  }
+
+  add(record: { id?: unknown; key?: unknown; seq?: unknown } | undefined): void {
+    const { id, key, seq } = record ?? {};
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= this.records) {
+      this.phantom++;
+      return;
+    }
+    if (this.seen[id] === 1) {
+      this.duplicated++;
+      return;
+    }
+    this.seen[id] = 1;
+    if (typeof key === "number" && typeof seq === "number") {
+      const stats = this.perKey.get(key) ?? { count: 0, max: 0, sum: 0 };
+      stats.count++;
+      stats.max = Math.max(stats.max, seq);
+      stats.sum += seq;
+      this.perKey.set(key, stats);
+    }
+  }
+
+  result(files: number): OutputCheck {
+    let committed = 0;
+    for (let i = 0; i < this.records; i++) committed += this.seen[i] as number;
+    let keysWithBadSequence = 0;
+    for (const { count, max, sum } of this.perKey.values()) {
+      if (count !== max || sum !== (max * (max + 1)) / 2) keysWithBadSequence++;
+    }
+    return {
+      committed,
+      lost: this.records - committed,
+      duplicated: this.duplicated,
+      phantom: this.phantom,
+      keysWithBadSequence,
+      files,
+    };
+  }
+}
+
+/** Reads the committed output files and checks them against ids 0 … records − 1. */
 export async function verifyOutput(dir: string, records: number): Promise<OutputCheck> {
-  const seen = new Uint8Array(records);
-  const perKey = new Map<number, { count: number; max: number; sum: number }>();
-  let duplicated = 0;
-  let phantom = 0;
+  const tally = new RecordTally(records);
   let files = 0;
   for await (const file of visibleFiles(dir)) {
     files++;
     const lines = createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
     for await (const line of lines) {
       if (line.length === 0) continue;
-      let record: { id?: unknown; key?: unknown; seq?: unknown };
       try {
-        record = JSON.parse(line);
+        tally.add(JSON.parse(line));
       } catch {
-        phantom++;
-        continue;
-      }
-      const { id, key, seq } = record;
-      if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id >= records) {
-        phantom++;
-        continue;
-      }
-      if (seen[id] === 1) {
-        duplicated++;
-        continue;
-      }
-      seen[id] = 1;
-      if (typeof key === "number" && typeof seq === "number") {
-        const stats = perKey.get(key) ?? { count: 0, max: 0, sum: 0 };
-        stats.count++;
-        stats.max = Math.max(stats.max, seq);
-        stats.sum += seq;
-        perKey.set(key, stats);
+        tally.add(undefined);
       }
     }
   }
-  let committed = 0;
-  for (let i = 0; i < records; i++) committed += seen[i] as number;
-  let keysWithBadSequence = 0;
-  for (const { count, max, sum } of perKey.values()) {
-    if (count !== max || sum !== (max * (max + 1)) / 2) keysWithBadSequence++;
-  }
-  return { committed, lost: records - committed, duplicated, phantom, keysWithBadSequence, files };
+  return tally.result(files);
 }
