@@ -11,6 +11,29 @@ const exec = promisify(execFile);
 const root = resolve(fileURLToPath(new URL("../..", import.meta.url)));
 const bin = (name: string) => join(root, "node_modules", ".bin", name);
 
+/** Type-checks a user's file against the packages installed in `dir`, as a strict TypeScript project would. */
+async function typeCheck(dir: string, file: string): Promise<void> {
+  await exec(
+    bin("tsc"),
+    [
+      "--noEmit",
+      "--strict",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--target",
+      "es2023",
+      "--types",
+      "node",
+      "--typeRoots",
+      join(root, "node_modules/@types"),
+      file,
+    ],
+    { cwd: dir },
+  );
+}
+
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
   it("core, the connectors and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
@@ -74,25 +97,7 @@ console.log(JSON.stringify(result));
 `,
     );
     // The declarations type-check a user's code against the installed packages.
-    await exec(
-      bin("tsc"),
-      [
-        "--noEmit",
-        "--strict",
-        "--module",
-        "nodenext",
-        "--moduleResolution",
-        "nodenext",
-        "--target",
-        "es2023",
-        "--types",
-        "node",
-        "--typeRoots",
-        join(root, "node_modules/@types"),
-        "job.ts",
-      ],
-      { cwd: app },
-    );
+    await typeCheck(app, "job.ts");
     const out = await mkdtemp(join(tmpdir(), "exactly-app-out-"));
     const { stdout } = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts", out], {
       cwd: app,
@@ -190,25 +195,7 @@ const sink = create();
 console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
 `,
     );
-    await exec(
-      bin("tsc"),
-      [
-        "--noEmit",
-        "--strict",
-        "--module",
-        "nodenext",
-        "--moduleResolution",
-        "nodenext",
-        "--target",
-        "es2023",
-        "--types",
-        "node",
-        "--typeRoots",
-        join(root, "node_modules/@types"),
-        "job.ts",
-      ],
-      { cwd: pgApp },
-    );
+    await typeCheck(pgApp, "job.ts");
     const pgJob = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], { cwd: pgApp });
     expect(JSON.parse(pgJob.stdout)).toEqual({
       guarantee: "EXACTLY_ONCE",

@@ -5,16 +5,10 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  ConfigurationError,
-  DeliveryGuarantee,
-  GeneratorSource,
-  type SinkContext,
-  StreamJob,
-  silentLogger,
-} from "@exactly/core";
+import { ConfigurationError, DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { describe, expect, it } from "vitest";
 import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { sinkContext } from "../../../test/support/sink-context.ts";
 import { KafkaTransactionalSink, kafkaSink } from "../src/index.ts";
 import {
   createTopic,
@@ -25,21 +19,6 @@ import {
   readCommitted,
   uniqueName,
 } from "./helpers.ts";
-
-function sinkContext(sinkId: string, subtask = 0): SinkContext {
-  return {
-    sinkId,
-    subtask,
-    parallelism: 1,
-    previousParallelism: undefined,
-    restoredCheckpointId: undefined,
-    restoredStates: [],
-    allRestoredStates: [],
-    storage: undefined as unknown as SinkContext["storage"],
-    logger: silentLogger,
-    checkpointTiming: { intervalMs: 1000, timeoutMs: 10_000, restartDelayMs: 10_000 },
-  };
-}
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

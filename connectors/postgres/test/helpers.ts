@@ -17,7 +17,15 @@ export function tableNameFor(seed: string = randomUUID()): string {
   return `t_${createHash("sha256").update(seed).digest("hex").slice(0, 20)}`;
 }
 
-/** The conformance records' table: id, key, version, payload; unique on id for the upsert tests. */
+/** The mapping of the records' table's columns (see {@link createRecordsTable}). */
+export const RECORD_COLUMNS = [
+  { name: "id", type: "bigint" },
+  { name: "key", type: "text" },
+  { name: "version", type: "integer" },
+  { name: "payload", type: "text" },
+] as const;
+
+/** The records' table: id, key, version, payload; unique on id for the upsert tests. */
 export async function createRecordsTable(url: string, table: string, options: { uniqueId?: boolean } = {}) {
   await withClient(url, (c) =>
     c.query(

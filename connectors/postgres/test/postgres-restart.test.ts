@@ -12,7 +12,7 @@ import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@ex
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl, restartPostgres } from "../../../test/services/endpoints.ts";
 import { postgresSink } from "../src/index.ts";
-import { committedIds, createRecordsTable, dropTable, preparedUnder, tableNameFor } from "./helpers.ts";
+import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 
 const tables: string[] = [];
 afterAll(async () => {
@@ -54,12 +54,7 @@ describe("a Postgres restart in the middle of a job", () => {
             name,
             table: {
               table,
-              columns: [
-                { name: "id", type: "bigint" },
-                { name: "key", type: "text" },
-                { name: "version", type: "integer" },
-                { name: "payload", type: "text" },
-              ],
+              columns: [...RECORD_COLUMNS],
               write: "append",
             },
             flushRows: 1000,

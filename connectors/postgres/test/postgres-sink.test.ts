@@ -19,12 +19,14 @@ import {
 } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
+import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, postgresSink, RowRejectedError, type TableMapping } from "../src/index.ts";
 import {
   committedIds,
   createRecordsTable,
   dropTable,
   preparedUnder,
+  RECORD_COLUMNS,
   rollbackPreparedUnder,
   tableNameFor,
   withClient,
@@ -61,28 +63,8 @@ afterAll(async () => {
 function mapping(table: string, write: TableMapping<Row>["write"] = "append"): TableMapping<Row> {
   return {
     table,
-    columns: [
-      { name: "id", type: "bigint" },
-      { name: "key", type: "text" },
-      { name: "version", type: "integer" },
-      { name: "payload", type: "text" },
-    ],
+    columns: [...RECORD_COLUMNS],
     write,
-  };
-}
-
-function sinkContext(sinkId: string, parallelism = 1, subtask = 0): SinkContext {
-  return {
-    sinkId,
-    subtask,
-    parallelism,
-    previousParallelism: undefined,
-    restoredCheckpointId: undefined,
-    restoredStates: [],
-    allRestoredStates: [],
-    storage: undefined as unknown as SinkContext["storage"],
-    logger: silentLogger,
-    checkpointTiming: { intervalMs: 1000, timeoutMs: 10_000, restartDelayMs: 10_000 },
   };
 }
 
@@ -255,7 +237,7 @@ describe("startup checks (I7)", () => {
       table: mapping(table),
       maxPendingCheckpoints: allowed,
     });
-    const error = await rejection(sink.open(sinkContext("mpt", 2)));
+    const error = await rejection(sink.open(sinkContext("mpt", { parallelism: 2 })));
     await sink.close();
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as ConfigurationError).setting).toBe("max_prepared_transactions");
@@ -277,7 +259,7 @@ describe("startup checks (I7)", () => {
       } as const;
       const first = postgresSink<Row>(options)();
       const second = postgresSink<Row>(options)();
-      const context = { ...sinkContext("dup"), storage: await storageFor() };
+      const context = sinkContext("dup", { storage: await storageFor() });
       await first.open(context);
       try {
         const error = await rejection(second.open(context));

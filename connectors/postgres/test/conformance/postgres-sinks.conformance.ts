@@ -12,6 +12,7 @@ import {
   createRecordsTable,
   dropTable,
   preparedUnder,
+  RECORD_COLUMNS,
   rollbackPreparedUnder,
   tableNameFor,
   withClient,
@@ -35,12 +36,7 @@ export function createSink(context: SinkFactoryContext<PostgresConformanceOption
     name: nameOf(context.scope),
     table: {
       table: tableOf(context.scope),
-      columns: [
-        { name: "id", type: "bigint" },
-        { name: "key", type: "text" },
-        { name: "version", type: "integer" },
-        { name: "payload", type: "text" },
-      ],
+      columns: [...RECORD_COLUMNS],
       write: "append",
     },
     // Small write-outs, so kills land between several statements of one transaction.
