@@ -110,6 +110,29 @@ function hookFor(kill: NonNullable<RunPlan["kill"]>, measured: Exercised["ios"])
   return kill.hook;
 }
 
+/**
+ * Whether a run's loud loss of a transaction is the external system's own timeout at work:
+ * the sink declares one, the run failed with TRANSACTION_LOST naming checkpoint n, and n's
+ * last snapshot is older than the timeout. Then a slow machine, not the sink, made the
+ * transaction expire between runs, and the attempt tested nothing.
+ */
+async function expiredByTimeout(
+  result: ChildRun,
+  timeoutMs: number | undefined,
+  scope: ScenarioScope,
+): Promise<string | undefined> {
+  if (timeoutMs === undefined || result.outcome?.errorCode !== "TRANSACTION_LOST") return undefined;
+  const checkpoint = Number(/checkpoint (\d+)/.exec(result.outcome.error ?? "")?.[1]);
+  if (!Number.isInteger(checkpoint)) return undefined;
+  let last = 0;
+  for (const entry of await readJournal(scope)) {
+    if (entry.e === "snapshot" && entry.checkpointId === checkpoint) last = Math.max(last, entry.at);
+  }
+  const age = Date.now() - last;
+  if (last === 0 || age <= timeoutMs) return undefined;
+  return `checkpoint ${checkpoint}'s transaction was pre-committed ${age} ms ago, past the system's transaction timeout (${timeoutMs} ms), before the runs got to commit it: the machine was too slow`;
+}
+
 type Attempt =
   | { readonly kind: "tested"; readonly failures: string[]; readonly notes: string[]; readonly check?: CheckResult }
   | { readonly kind: "inconclusive"; readonly reason: string };
@@ -264,6 +287,8 @@ async function attemptScenario(
         if (run.mayFinish) continue;
         return { kind: "inconclusive", reason: `run ${index + 1} should have died at ${what} but finished first` };
       }
+      const expired = await expiredByTimeout(result, sink.transactionTimeoutMs, scope);
+      if (expired) return { kind: "inconclusive", reason: `run ${index + 1}: ${expired}` };
       failures.push(`run ${index + 1} should have died at ${what} but ${describeExit(result)}`);
       return { kind: "tested", failures, notes };
     }
@@ -297,6 +322,8 @@ async function attemptScenario(
       notes.push(`failed loudly as allowed: ${final.outcome?.error}`);
       return { kind: "tested", failures, notes };
     }
+    const expired = await expiredByTimeout(final, sink.transactionTimeoutMs, scope);
+    if (expired) return { kind: "inconclusive", reason: `the final run: ${expired}` };
     failures.push(`the final run should finish but ${describeExit(final)}`);
     return { kind: "tested", failures, notes };
   }

@@ -108,6 +108,8 @@ export type JournalEntry =
       readonly subtask: number;
       readonly checkpointId: number;
       readonly lanes: Record<string, readonly [number, number]>;
+      /** When it returned (ms since the epoch): a transaction of n is at least this old afterwards. */
+      readonly at: number;
     }
   | { readonly e: "complete"; readonly pid: number; readonly checkpointId: number }
   | { readonly e: "declined"; readonly pid: number; readonly checkpointId: number }

@@ -216,7 +216,14 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
       if (after !== undefined && this.control.completed >= after) this.control.die("snapshotState", 0, false);
     }
     const state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
-    this.control.journal({ e: "snapshot", pid: process.pid, subtask: this.subtask, checkpointId, lanes });
+    this.control.journal({
+      e: "snapshot",
+      pid: process.pid,
+      subtask: this.subtask,
+      checkpointId,
+      lanes,
+      at: Date.now(),
+    });
     // complete(n) reaches the sink only now, after snapshot(n+1) pre-committed.
     for (const [held, deliver] of [...this.held]) {
       if (held >= checkpointId) continue;
