@@ -3,7 +3,7 @@
  * its own child process (so CPU and peak RSS are its own), printed side by side with
  * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
  *
- *   pnpm bench [--records N] [--kafka-records N] [--only file|kafka] [--rounds R]
+ *   pnpm bench [--records N] [--kafka-records N] [--pg-records N] [--only file|kafka|postgres] [--rounds R]
  *
  * With --rounds R every case runs R times, the cases taking turns (a round runs each once),
  * so that a slow moment of the machine or the broker does not fall on one case only; the
@@ -22,6 +22,7 @@ const { values } = parseArgs({
   options: {
     records: { type: "string", default: "1000000" },
     "kafka-records": { type: "string", default: "200000" },
+    "pg-records": { type: "string", default: "200000" },
     only: { type: "string" },
     rounds: { type: "string", default: "1" },
   },
@@ -63,6 +64,24 @@ const suites: Suite[] = [
           unavailable: 'EXACTLY_KAFKA_BROKERS is not set (pnpm services up kafka, then eval "$(pnpm -s services env)")',
         }
       : {}),
+  },
+  {
+    connector: "postgres",
+    script: fileURLToPath(new URL("./cases/postgres-cases.ts", import.meta.url)),
+    cases: [
+      "two-phase append",
+      "two-phase upsert",
+      "write-ahead append",
+      "write-ahead upsert",
+      "at-least-once upsert",
+      "raw COPY",
+      "raw unnest upsert",
+      "naive (txn per batch, row by row)",
+    ],
+    records: Number(values["pg-records"]),
+    ...(process.env.EXACTLY_PG_URL
+      ? {}
+      : { unavailable: 'EXACTLY_PG_URL is not set (pnpm services up postgres, then eval "$(pnpm -s services env)")' }),
   },
 ];
 
