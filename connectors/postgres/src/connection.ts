@@ -61,10 +61,10 @@ export const SQLSTATE = {
 /**
  * SQLSTATEs that may pass if the work is retried on a new connection or in a new
  * transaction: connection exceptions (08), the server shutting down or starting (57P01–03),
- * serialization failures and deadlocks (40001, 40P01), too many connections (53300),
- * out of memory or disk (53200, 53100).
+ * serialization failures and deadlocks (40001, 40P01), a lock wait past `lock_timeout`
+ * (55P03), too many connections (53300), out of memory or disk (53200, 53100).
  */
-const TRANSIENT_SQLSTATES = new Set(["57P01", "57P02", "57P03", "40001", "40P01", "53300", "53200", "53100"]);
+const TRANSIENT_SQLSTATES = new Set(["57P01", "57P02", "57P03", "40001", "40P01", "55P03", "53300", "53200", "53100"]);
 
 export function sqlstateOf(error: unknown): string | undefined {
   for (let e = error; e instanceof Error; e = e.cause) {

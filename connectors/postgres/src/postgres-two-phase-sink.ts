@@ -100,6 +100,11 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     this.sinkName = this.configuredName ?? validateSinkName("name (the sink's name in the job)", restored.sinkId);
     const purpose = `${this.sinkName}:${restored.subtask}`;
     this.session = await openSession(this.connect, purpose);
+    // A write that waits for a lock of a transaction this sink prepared (a declined
+    // checkpoint's, holding the same upsert keys) waits for a checkpoint that cannot complete
+    // while it waits. Past the checkpoint timeout it fails instead, as transient: the job
+    // restarts, recovery rolls that transaction back, and its records are replayed.
+    await this.session.query(`SET lock_timeout = ${Math.max(1, Math.ceil(this.context.checkpointTiming.timeoutMs))}`);
     await lockSinkName(this.session, this.sinkName, restored.subtask, this.nameLockWaitMs);
     await checkNameUnusedElsewhere(this.session, this.sinkName);
     await checkPreparedTransactions(this.session, restored.parallelism, this.maxPending);
@@ -160,11 +165,14 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     await this.writeOut();
     const session = this.openSession;
     const gid = gidOf(this.sinkName, txn.subtask, checkpointId);
-    // Markers below every checkpoint this subtask still has pending can go: this transaction
-    // commits only once checkpoint n completes, and no checkpoint restorable from then on
-    // lists an older transaction of this subtask. Deleted in here, they stay if n never completes.
-    const oldest = Math.min(checkpointId, ...this.prepared);
-    await this.bookkeeping.deleteMarkersBefore(session, this.sinkName, txn.subtask, oldest);
+    // Markers below n can go: this transaction commits only once checkpoint n completes, and
+    // no checkpoint restorable from then on lists an older transaction of this subtask.
+    // Deleted in here, they stay if n never completes. Only while nothing else of this subtask
+    // is pending: a pending prepared transaction deleted some of the same rows and holds their
+    // locks until a checkpoint completes, which this one, waiting, would never let happen.
+    if (this.prepared.size === 0) {
+      await this.bookkeeping.deleteMarkersBefore(session, this.sinkName, txn.subtask, checkpointId);
+    }
     await this.bookkeeping.insertMarker(session, gid, this.sinkName, txn.subtask, checkpointId);
     await prepare(session, gid);
     this.begun = false;
