@@ -40,7 +40,7 @@ describe("exactly demo --kafka", () => {
 
   it("refuses the file demo's options with --kafka, naming them", async () => {
     await expect(exactly("demo", "--kafka", "--out", "/tmp/x", "--guarantee", "at-least-once")).rejects.toThrow(
-      "--out, --guarantee only applies to the file demo",
+      "--out, --guarantee only applies to the demo job, not --kafka",
     );
   });
 });
