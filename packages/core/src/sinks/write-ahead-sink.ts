@@ -2,7 +2,7 @@ import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
 import { CommitFailedError, RecordWriteError, SinkNotOpenError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
-import type { Batch } from "../records.ts";
+import type { Batch, RecordPosition } from "../records.ts";
 import { lingeringContext } from "./restored-work.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
 import type { Sink, SinkContext } from "./sink.ts";
@@ -25,8 +25,12 @@ export interface CheckpointCommitter {
  * with its position, and not at the commit.
  */
 export interface RecordCodec<T, LOGGED = T> {
-  /** One line; throwing fails the job with a `RecordWriteError` naming the record's position. */
-  encode(record: T): string;
+  /**
+   * One line; throwing fails the job with a `RecordWriteError` naming the record's position.
+   * The position is passed for a sink that logs it beside the record, so an error at commit
+   * can still name it.
+   */
+  encode(record: T, position: RecordPosition): string;
   decode(line: string): LOGGED;
 }
 
@@ -135,7 +139,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     const lines = new Array<string>(values.length);
     for (let i = 0; i < values.length; i++) {
       try {
-        lines[i] = this.codec.encode(values[i] as IN);
+        lines[i] = this.codec.encode(values[i] as IN, positions[i] as RecordPosition);
       } catch (error) {
         throw new RecordWriteError(positions[i], error);
       }
