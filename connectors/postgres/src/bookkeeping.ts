@@ -28,6 +28,31 @@ async function exists(connection: PostgresConnection, kind: "schema" | "table", 
   return rows[0]?.found === true;
 }
 
+/**
+ * Creates a sink's own table (and its schema) if missing; checks first, so a user without
+ * CREATE rights can use tables made for them.
+ */
+export async function ensureTable(
+  connection: PostgresConnection,
+  schema: string,
+  table: string,
+  definition: string,
+): Promise<void> {
+  if (await exists(connection, "table", table)) return;
+  await connection.query("BEGIN");
+  try {
+    await connection.query(DDL_LOCK);
+    if (!(await exists(connection, "schema", quoteIdentifier(schema)))) {
+      await connection.query(`CREATE SCHEMA ${quoteIdentifier(schema)}`);
+    }
+    await connection.query(`CREATE TABLE IF NOT EXISTS ${table} (${definition})`);
+    await connection.query("COMMIT");
+  } catch (error) {
+    await connection.query("ROLLBACK").catch(() => {});
+    throw error;
+  }
+}
+
 export class Bookkeeping {
   readonly schema: string;
   readonly markers: string;
@@ -39,34 +64,19 @@ export class Bookkeeping {
     this.progress = qualifiedName(schema, PROGRESS_TABLE);
   }
 
-  /** Creates the schema and the table if missing; checks first, so a user without CREATE rights can use existing ones. */
-  private async ensure(connection: PostgresConnection, table: string, definition: string): Promise<void> {
-    if (await exists(connection, "table", table)) return;
-    await connection.query("BEGIN");
-    try {
-      await connection.query(DDL_LOCK);
-      if (!(await exists(connection, "schema", quoteIdentifier(this.schema)))) {
-        await connection.query(`CREATE SCHEMA ${quoteIdentifier(this.schema)}`);
-      }
-      await connection.query(`CREATE TABLE IF NOT EXISTS ${table} (${definition})`);
-      await connection.query("COMMIT");
-    } catch (error) {
-      await connection.query("ROLLBACK").catch(() => {});
-      throw error;
-    }
-  }
-
   ensureMarkers(connection: PostgresConnection): Promise<void> {
-    return this.ensure(
+    return ensureTable(
       connection,
+      this.schema,
       this.markers,
       "gid text PRIMARY KEY, sink text NOT NULL, subtask integer NOT NULL, checkpoint bigint NOT NULL, prepared_at timestamptz NOT NULL DEFAULT now()",
     );
   }
 
   ensureProgress(connection: PostgresConnection): Promise<void> {
-    return this.ensure(
+    return ensureTable(
       connection,
+      this.schema,
       this.progress,
       "sink text NOT NULL, subtask integer NOT NULL, checkpoint bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (sink, subtask)",
     );

@@ -162,3 +162,12 @@ export function copyField(value: string | null): string {
   if (value === null) return "\\N";
   return NEEDS_ESCAPE.test(value) ? value.replace(COPY_ESCAPES, (c) => COPY_ESCAPE[c] as string) : value;
 }
+
+const COPY_UNESCAPE: Record<string, string> = { "\\\\": "\\", "\\n": "\n", "\\r": "\r", "\\t": "\t" };
+
+/** The fields of one line {@link copyField} built (for a dead letter, which shows what would have been written). */
+export function parseCopyLine(line: string): (string | null)[] {
+  return line
+    .split("\t")
+    .map((field) => (field === "\\N" ? null : field.replace(/\\[\\nrt]/g, (e) => COPY_UNESCAPE[e] as string)));
+}

@@ -7,6 +7,7 @@ export {
   ServerError,
   sqlstateOf,
 } from "./connection.ts";
+export type { DeadLetterOptions } from "./dead-letters.ts";
 export { RowRejectedError } from "./errors.ts";
 export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
 export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";

@@ -1,16 +1,18 @@
 import {
   type Batch,
   DeliveryGuarantee,
+  RecordWriteError,
   type Sink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import type { PostgresConnection } from "./connection.ts";
+import type { DeadLetterTable } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
 import { RowBuffer } from "./row-buffer.ts";
-import { explainRejection, isRejection, writeRows } from "./row-writer.ts";
+import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { checkTable } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
@@ -32,6 +34,8 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   private readonly mapping: CompiledMapping<T>;
   private readonly flushRows: number;
   private readonly rows: RowBuffer<T>;
+  private readonly deadLetters: DeadLetterTable | undefined;
+  private setAside: SetAside | undefined;
   private session: PostgresConnection | undefined;
 
   constructor(options: PostgresAtLeastOnceSinkOptions<T>) {
@@ -39,12 +43,22 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
     const resolved = resolvePostgresOptions(options);
     this.mapping = resolved.mapping;
     this.flushRows = resolved.flushRows;
-    this.rows = new RowBuffer(this.mapping);
+    this.deadLetters = resolved.deadLetters;
+    this.rows = new RowBuffer(this.mapping, this.deadLetters !== undefined);
   }
 
   async open(context: SinkContext): Promise<void> {
     this.session = await pgConnect(this.options.connection)(`${context.sinkId}:${context.subtask}`);
     await checkTable(this.session, this.mapping);
+    if (this.deadLetters) {
+      await this.deadLetters.ensure(this.session);
+      this.setAside = {
+        table: this.deadLetters,
+        sink: context.sinkId,
+        subtask: context.subtask,
+        logger: context.logger,
+      };
+    }
   }
 
   writeBatch(batch: Batch<T>): void | Promise<void> {
@@ -59,11 +73,11 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
     const rows = this.rows.take();
     await session.query("BEGIN");
     try {
-      await writeRows(session, this.mapping, rows);
+      await writeRowsOrExplain(session, this.mapping, rows, this.setAside);
       await session.query("COMMIT");
     } catch (error) {
-      if (isRejection(error)) throw await explainRejection(session, this.mapping, rows, error);
-      if (!session.broken) await session.query("ROLLBACK").catch(() => {});
+      // A refused row was explained after rolling the transaction back.
+      if (!(error instanceof RecordWriteError) && !session.broken) await session.query("ROLLBACK").catch(() => {});
       throw error;
     }
   }

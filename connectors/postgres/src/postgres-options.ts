@@ -1,4 +1,5 @@
-import { type RetryOptions, requirePositiveInteger } from "@exactly/core";
+import { ConfigurationError, type RetryOptions, requirePositiveInteger } from "@exactly/core";
+import { type DeadLetterOptions, DeadLetterTable } from "./dead-letters.ts";
 import type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
 import { CompiledMapping, type TableMapping } from "./table-mapping.ts";
 
@@ -21,6 +22,12 @@ export interface PostgresSinkOptions<T> {
   readonly commitRetry?: RetryOptions;
   /** How long open waits for a session that still holds this sink's name (a process just killed); default 30 s. */
   readonly nameLockWaitMs?: number;
+  /**
+   * Off by default: the first row that cannot be written fails the job. When set, such rows
+   * (a value that cannot be encoded, a data exception or constraint violation from the
+   * server) go to this table, in the same transaction as the checkpoint's other rows.
+   */
+  readonly deadLetter?: DeadLetterOptions;
 }
 
 export const DEFAULT_COMMIT_RETRY: RetryOptions = { maxAttempts: 8, initialDelayMs: 100, maxDelayMs: 5000 };
@@ -31,14 +38,18 @@ export interface ResolvedPostgresOptions<T> {
   readonly bookkeepingSchema: string;
   readonly flushRows: number;
   readonly nameLockWaitMs: number;
+  readonly deadLetters: DeadLetterTable | undefined;
 }
 
 export function resolvePostgresOptions<T>(options: PostgresSinkOptions<T>): ResolvedPostgresOptions<T> {
   const mapping = new CompiledMapping(options.table);
+  if (options.deadLetter !== undefined && !options.deadLetter.table)
+    throw new ConfigurationError("deadLetter.table", "is required when deadLetter is set");
   return {
     mapping,
     bookkeepingSchema: options.bookkeepingSchema ?? mapping.schema,
     flushRows: requirePositiveInteger("flushRows", options.flushRows ?? 10_000),
     nameLockWaitMs: options.nameLockWaitMs ?? 30_000,
+    deadLetters: options.deadLetter && new DeadLetterTable(options.deadLetter, mapping.schema),
   };
 }

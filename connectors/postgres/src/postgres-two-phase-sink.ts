@@ -2,6 +2,7 @@ import {
   type Batch,
   type CommitContext,
   type LingeringContext,
+  RecordWriteError,
   requirePositiveInteger,
   type SinkCapabilities,
   SinkNotOpenError,
@@ -11,11 +12,12 @@ import {
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
+import type { DeadLetterTable } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
 import { commitPrepared, gidOf, listPrepared, prepare, rollbackPrepared } from "./prepared-transactions.ts";
 import { RowBuffer } from "./row-buffer.ts";
-import { explainRejection, isRejection, writeRows } from "./row-writer.ts";
+import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkNameUnusedElsewhere, checkPreparedTransactions, checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
@@ -67,6 +69,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   private readonly flushRows: number;
   private readonly nameLockWaitMs: number;
   private readonly maxPending: number;
+  private readonly deadLetters: DeadLetterTable | undefined;
   private sinkName = "";
   /** The session the open transaction lives on; it also holds the sink-name lock. */
   private session: PostgresConnection | undefined;
@@ -88,7 +91,8 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     this.flushRows = resolved.flushRows;
     this.nameLockWaitMs = resolved.nameLockWaitMs;
     this.maxPending = requirePositiveInteger("maxPendingCheckpoints", options.maxPendingCheckpoints ?? 3);
-    this.rows = new RowBuffer(this.mapping);
+    this.deadLetters = resolved.deadLetters;
+    this.rows = new RowBuffer(this.mapping, this.deadLetters !== undefined);
   }
 
   /** The name the sink's prepared transactions, markers and lock go by. */
@@ -110,6 +114,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     await checkPreparedTransactions(this.session, restored.parallelism, this.maxPending);
     await checkTable(this.session, this.mapping);
     await this.bookkeeping.ensureMarkers(this.session);
+    await this.deadLetters?.ensure(this.session);
   }
 
   protected override isTransient(error: unknown): boolean {
@@ -149,14 +154,17 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
       await session.query("BEGIN");
       this.begun = true;
     }
-    const rows = this.rows.take();
+    const setAside: SetAside | undefined = this.deadLetters && {
+      table: this.deadLetters,
+      sink: this.sinkName,
+      subtask: this.context.subtask,
+      logger: this.context.logger,
+    };
     try {
-      await writeRows(session, this.mapping, rows);
+      await writeRowsOrExplain(session, this.mapping, this.rows.take(), setAside);
     } catch (error) {
-      if (isRejection(error)) {
-        this.begun = false;
-        throw await explainRejection(session, this.mapping, rows, error);
-      }
+      // A refused row was explained after rolling the transaction back.
+      if (error instanceof RecordWriteError) this.begun = false;
       throw error;
     }
   }

@@ -2,21 +2,28 @@ import {
   type CheckpointCommitter,
   GenericWriteAheadSink,
   ownsSubtaskIndex,
+  type RecordPosition,
   type SinkCapabilities,
   type SinkContext,
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
+import { type DeadLetter, type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
 import { RowBuffer } from "./row-buffer.ts";
-import { explainRejection, isRejection, writeRows } from "./row-writer.ts";
+import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
-/** A record as the log holds it: its columns already encoded (see the column types). */
-type LoggedRow = (string | null)[];
+/**
+ * A record as the log holds it: its columns already encoded (see the column types) and its
+ * source position, `[cells, source, split, offset]`, so a row the server refuses at commit is
+ * still named; or, with a dead-letter table, the dead letter of a record that could not be
+ * encoded.
+ */
+type LoggedRow = [cells: (string | null)[], source: string, split: string, offset: number | string] | { d: DeadLetter };
 
 export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
 
@@ -36,6 +43,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
   private readonly mapping: CompiledMapping<T>;
   private readonly bookkeeping: Bookkeeping;
   private readonly nameLockWaitMs: number;
+  private readonly deadLetters: DeadLetterTable | undefined;
   private sinkName = "";
   private subtask = 0;
   private session: PostgresConnection | undefined;
@@ -43,6 +51,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
   constructor(options: PostgresWriteAheadSinkOptions<T>) {
     const resolved = resolvePostgresOptions(options);
     const mapping = resolved.mapping;
+    const deadLetters = resolved.deadLetters;
     const committer: CheckpointCommitter = {
       isCommitted: async (_sinkId, subtask, checkpointId) =>
         (await (this as PostgresWriteAheadSink<T>).committed(subtask)) >= checkpointId,
@@ -52,7 +61,16 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     super({
       committer,
       codec: {
-        encode: (record) => JSON.stringify(mapping.encode(record)),
+        encode: (record, position: RecordPosition) => {
+          let cells: (string | null)[];
+          try {
+            cells = mapping.encode(record);
+          } catch (error) {
+            if (!deadLetters) throw error;
+            return JSON.stringify({ d: encodingDeadLetter(position, record, error) });
+          }
+          return JSON.stringify([cells, position.source, position.split, position.offset]);
+        },
         decode: (line) => JSON.parse(line) as LoggedRow,
       },
       commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY,
@@ -62,6 +80,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     this.mapping = mapping;
     this.bookkeeping = new Bookkeeping(resolved.bookkeepingSchema);
     this.nameLockWaitMs = resolved.nameLockWaitMs;
+    this.deadLetters = deadLetters;
   }
 
   get name(): string {
@@ -75,6 +94,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     const session = await this.connection();
     await checkTable(session, this.mapping);
     await this.bookkeeping.ensureProgress(session);
+    await this.deadLetters?.ensure(session);
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's progress would skip them.
       const forgotten = await this.bookkeeping.forget(session, "progress", this.sinkName, (index) =>
@@ -118,15 +138,18 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
   /** Writes a checkpoint's rows into the session's open transaction (see {@link sendAndCommit}). */
   protected async sendValues(records: readonly LoggedRow[]): Promise<void> {
     const session = await this.connection();
-    const buffer = new RowBuffer(this.mapping);
-    for (const cells of records) buffer.addCells(cells, undefined);
-    const rows = buffer.take();
-    try {
-      await writeRows(session, this.mapping, rows);
-    } catch (error) {
-      if (isRejection(error)) throw await explainRejection(session, this.mapping, rows, error);
-      throw error;
+    const buffer = new RowBuffer(this.mapping, this.deadLetters !== undefined);
+    for (const logged of records) {
+      if (Array.isArray(logged)) buffer.addCells(logged[0], { source: logged[1], split: logged[2], offset: logged[3] });
+      else buffer.addDeadLetter(logged.d);
     }
+    const setAside: SetAside | undefined = this.deadLetters && {
+      table: this.deadLetters,
+      sink: this.sinkName,
+      subtask: this.subtask,
+      logger: this.context.logger,
+    };
+    await writeRowsOrExplain(session, this.mapping, buffer.take(), setAside);
   }
 
   /**

@@ -6,15 +6,17 @@
  */
 import { type Batch, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { copyField } from "./column-types.ts";
+import { type DeadLetter, encodingDeadLetter } from "./dead-letters.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
-export type PendingRows =
-  | { readonly kind: "copy"; readonly lines: string[]; readonly positions: (RecordPosition | undefined)[] }
-  | {
-      readonly kind: "upsert";
-      readonly columns: (string | null)[][];
-      readonly positions: (RecordPosition | undefined)[];
-    };
+export type PendingRows = (
+  | { readonly kind: "copy"; readonly lines: string[] }
+  | { readonly kind: "upsert"; readonly columns: (string | null)[][] }
+) & {
+  readonly positions: (RecordPosition | undefined)[];
+  /** Records that could not be encoded, for the dead-letter table. */
+  readonly setAside: DeadLetter[];
+};
 
 export class RowBuffer<T> {
   private readonly mapping: CompiledMapping<T>;
@@ -22,15 +24,19 @@ export class RowBuffer<T> {
   private columns: (string | null)[][];
   private positions: (RecordPosition | undefined)[] = [];
   private keys = new Map<string, number>();
+  private readonly settingAside: boolean;
+  private setAside: DeadLetter[] = [];
 
-  constructor(mapping: CompiledMapping<T>) {
+  /** `settingAside`: a record that cannot be encoded becomes a dead letter rather than an error. */
+  constructor(mapping: CompiledMapping<T>, settingAside = false) {
     this.mapping = mapping;
+    this.settingAside = settingAside;
     this.columns = mapping.columns.map(() => []);
   }
 
-  /** Rows buffered (for upserts, distinct keys). */
+  /** Rows buffered (for upserts, distinct keys), and dead letters. */
   get size(): number {
-    return this.positions.length;
+    return this.positions.length + this.setAside.length;
   }
 
   /** Encodes a batch; a record that cannot be encoded fails with a RecordWriteError naming its position. */
@@ -41,7 +47,9 @@ export class RowBuffer<T> {
       try {
         cells = this.mapping.encode(values[i] as T);
       } catch (error) {
-        throw new RecordWriteError(positions[i], error);
+        if (!this.settingAside) throw new RecordWriteError(positions[i], error);
+        this.setAside.push(encodingDeadLetter(positions[i], values[i], error));
+        continue;
       }
       this.addCells(cells, positions[i]);
     }
@@ -66,18 +74,25 @@ export class RowBuffer<T> {
     for (let c = 0; c < cells.length; c++) (this.columns[c] as (string | null)[])[row] = cells[c] as string | null;
   }
 
+  /** Adds a dead letter already made (a write-ahead log's record that could not be encoded). */
+  addDeadLetter(letter: DeadLetter): void {
+    this.setAside.push(letter);
+  }
+
   /** What is buffered, and an empty buffer from now on. */
   take(): PendingRows {
     const positions = this.positions;
+    const setAside = this.setAside;
     this.positions = [];
+    this.setAside = [];
     if (!this.mapping.upserts) {
       const lines = this.lines;
       this.lines = [];
-      return { kind: "copy", lines, positions };
+      return { kind: "copy", lines, positions, setAside };
     }
     const columns = this.columns;
     this.columns = this.mapping.columns.map(() => []);
     this.keys = new Map();
-    return { kind: "upsert", columns, positions };
+    return { kind: "upsert", columns, positions, setAside };
   }
 }

@@ -3,10 +3,13 @@
  * `INSERT … SELECT … FROM unnest($1::text[], …) ON CONFLICT …` in statements of many rows.
  * Never a statement per row. When the server refuses a statement, {@link explainRejection}
  * finds the row it refused, so the job's error names the record's source position, the
- * column and the SQLSTATE.
+ * column and the SQLSTATE; with a dead-letter table, {@link writeRowsSettingAside} sets such
+ * rows aside instead and writes the others.
  */
-import { type RecordPosition, RecordWriteError } from "@exactly/core";
+import { type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { parseCopyLine } from "./column-types.ts";
 import { isTransientPostgresError, type PostgresConnection, ServerError } from "./connection.ts";
+import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
 import { RowRejectedError } from "./errors.ts";
 import type { PendingRows } from "./row-buffer.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
@@ -52,6 +55,111 @@ export async function writeRows<T>(
 ): Promise<void> {
   if (rowCount(rows) === 0) return;
   await writeSlice(connection, mapping, rows, 0, rowCount(rows));
+}
+
+/** The dead letter of row `i`, which the server refused alone with `error`. */
+function refusedRow<T>(mapping: CompiledMapping<T>, rows: PendingRows, i: number, error: ServerError): DeadLetter {
+  const cells = rows.kind === "copy" ? parseCopyLine(rows.lines[i] as string) : rows.columns.map((c) => c[i] ?? null);
+  const rowValues: Record<string, string | null> = {};
+  mapping.columns.forEach((column, c) => {
+    rowValues[column.name] = cells[c] ?? null;
+  });
+  const copyColumn = error.where?.match(/^COPY [^,]+, line \d+, column ([^:]+)/)?.[1];
+  return {
+    position: rows.positions[i],
+    sqlstate: error.sqlstate,
+    column: error.column ?? copyColumn,
+    error: error.detail ? `${error.message}: ${error.detail}` : error.message,
+    rowValues,
+  };
+}
+
+/**
+ * Writes the rows inside the connection's open transaction, each slice under a savepoint:
+ * a slice the server refuses for what a row holds ({@link isRowFault}) is undone alone and
+ * halved until the refused rows stand alone; those become dead letters, every other row is
+ * written, and what the transaction held before stays. Returns the dead letters, those the
+ * buffer set aside first. Costs two round trips per call while no row is refused, and about
+ * 2 × log2(rows) statements per refused row: for rare bad rows, not a filter.
+ */
+export async function writeRowsSettingAside<T>(
+  connection: PostgresConnection,
+  mapping: CompiledMapping<T>,
+  rows: PendingRows,
+): Promise<DeadLetter[]> {
+  const letters = [...rows.setAside];
+  const attempt = async (from: number, to: number): Promise<ServerError | undefined> => {
+    await connection.query("SAVEPOINT exactly_rows");
+    try {
+      await writeSlice(connection, mapping, rows, from, to);
+      await connection.query("RELEASE SAVEPOINT exactly_rows");
+      return undefined;
+    } catch (error) {
+      if (!isRowFault(error)) throw error;
+      await connection.query("ROLLBACK TO SAVEPOINT exactly_rows");
+      await connection.query("RELEASE SAVEPOINT exactly_rows");
+      return error;
+    }
+  };
+  const isolate = async (from: number, to: number, error: ServerError): Promise<void> => {
+    if (to - from === 1) {
+      letters.push(refusedRow(mapping, rows, from, error));
+      return;
+    }
+    const mid = from + Math.floor((to - from) / 2);
+    for (const [a, b] of [
+      [from, mid],
+      [mid, to],
+    ] as const) {
+      const refused = await attempt(a, b);
+      if (refused) await isolate(a, b, refused);
+    }
+  };
+  const n = rowCount(rows);
+  if (n > 0) {
+    const refused = await attempt(0, n);
+    if (refused) await isolate(0, n, refused);
+  }
+  return letters;
+}
+
+/** Where a sink sets refused rows aside, when it has a dead-letter table. */
+export interface SetAside {
+  readonly table: DeadLetterTable;
+  readonly sink: string;
+  readonly subtask: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Writes the rows inside the connection's open transaction. A refused row fails with a
+ * `RecordWriteError` naming its position (after which the transaction is rolled back), or,
+ * with `setAside`, goes to the dead-letter table in the same transaction.
+ */
+export async function writeRowsOrExplain<T>(
+  connection: PostgresConnection,
+  mapping: CompiledMapping<T>,
+  rows: PendingRows,
+  setAside: SetAside | undefined,
+): Promise<void> {
+  try {
+    if (!setAside) {
+      await writeRows(connection, mapping, rows);
+      return;
+    }
+    const letters = await writeRowsSettingAside(connection, mapping, rows);
+    if (letters.length === 0) return;
+    await setAside.table.insert(connection, setAside.sink, setAside.subtask, letters);
+    setAside.logger.warn(`set ${letters.length} row(s) aside in ${setAside.table.qualified}`, {
+      sink: setAside.sink,
+      subtask: setAside.subtask,
+      first: letters[0]?.position,
+      sqlstate: letters[0]?.sqlstate,
+    });
+  } catch (error) {
+    if (isRejection(error)) throw await explainRejection(connection, mapping, rows, error);
+    throw error;
+  }
 }
 
 /** Whether an error from {@link writeRows} is the server refusing data (not a lost connection). */

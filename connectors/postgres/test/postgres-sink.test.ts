@@ -13,14 +13,16 @@ import {
   GeneratorSource,
   RecordWriteError,
   type SinkContext,
+  type SinkFactory,
   StreamJob,
   silentLogger,
   TransactionLostError,
 } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
+import { startScratchCluster } from "../../../test/services/postgres/scratch-cluster.ts";
 import { sinkContext } from "../../../test/support/sink-context.ts";
-import { PostgresTwoPhaseSink, postgresSink, RowRejectedError, type TableMapping } from "../src/index.ts";
+import { PostgresTwoPhaseSink, postgresSink, RowRejectedError, sqlstateOf, type TableMapping } from "../src/index.ts";
 import {
   committedIds,
   createRecordsTable,
@@ -109,6 +111,12 @@ async function runJob(options: {
   filter?: (r: Row) => boolean;
   name?: string;
   ratePerSecond?: number;
+  deadLetterTable?: string;
+  checkpointTimeoutMs?: number;
+  maxRestarts?: number;
+  /** A second sink on the same stream. */
+  alongside?: SinkFactory<Row>;
+  onRestart?: (error: unknown) => void;
 }) {
   const job = new StreamJob({
     name: "postgres-sink-job",
@@ -116,8 +124,9 @@ async function runJob(options: {
     checkpoint: {
       storage: options.storage ?? (await mkdtemp(join(tmpdir(), "exactly-pg-"))),
       intervalMs: options.intervalMs ?? 50,
+      ...(options.checkpointTimeoutMs ? { timeoutMs: options.checkpointTimeoutMs } : {}),
     },
-    restart: { maxRestarts: 0 },
+    restart: { maxRestarts: options.maxRestarts ?? 0, initialDelayMs: 50 },
     logger: silentLogger,
     batchSize: 500,
   });
@@ -129,6 +138,7 @@ async function runJob(options: {
       generate: options.generate ?? record(options.keys ?? 1_000_000),
     }),
   );
+  if (options.alongside) source.sinkTo(options.alongside, { name: "alongside" });
   (options.filter ? source.filter(options.filter) : source).sinkTo(
     postgresSink<Row>({
       connection: pgUrl(),
@@ -137,10 +147,37 @@ async function runJob(options: {
       name: options.name ?? freshName(options.kind),
       table: mapping(options.table, options.write),
       flushRows: 2000,
+      ...(options.deadLetterTable ? { deadLetter: { table: options.deadLetterTable } } : {}),
     }),
     { name: "pg-out" },
   );
-  return job.execute();
+  return job.execute({ onRestart: ({ error }) => options.onRestart?.(error) });
+}
+
+/** A sink that does nothing but hold subtask 0's snapshot of one checkpoint, once, until that checkpoint is declined. */
+function stallingSink(checkpoint: number, ms: number): SinkFactory<Row> {
+  let stalled = false;
+  return () => {
+    let subtask = -1;
+    return {
+      guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+      capabilities: { rescale: true, abortsLingering: true },
+      open: async (context) => {
+        subtask = context.subtask;
+      },
+      writeBatch: () => {},
+      snapshotState: async (id) => {
+        if (id === checkpoint && subtask === 0 && !stalled) {
+          stalled = true;
+          await new Promise((resolve) => setTimeout(resolve, ms));
+        }
+        return {};
+      },
+      notifyCheckpointComplete: async () => {},
+      notifyCheckpointAborted: async () => {},
+      close: async () => {},
+    };
+  };
 }
 
 describe("Postgres sinks", () => {
@@ -189,6 +226,40 @@ describe("Postgres sinks", () => {
       }
     },
   );
+
+  it("two-phase: a declined checkpoint's prepared upserts hold their keys; the next checkpoint's upserts of them time out at the checkpoint timeout, the job restarts, and each key ends at its last record", async () => {
+    const table = freshTable();
+    await createRecordsTable(pgUrl(), table, { uniqueId: false });
+    await withClient(pgUrl(), (c) => c.query(`CREATE UNIQUE INDEX ON "${table}" (key)`));
+    const name = freshName("declined");
+    const restarts: unknown[] = [];
+    const result = await runJob({
+      table,
+      kind: "two-phase",
+      name,
+      records: 12_000,
+      ratePerSecond: 4_000,
+      keys: 16,
+      intervalMs: 100,
+      write: { upsertOn: ["key"] },
+      // Checkpoint 3 is declined (another sink holds it past the timeout) after this sink prepared it.
+      checkpointTimeoutMs: 1_000,
+      alongside: stallingSink(3, 2_500),
+      maxRestarts: 3,
+      onRestart: (error) => restarts.push(error),
+    });
+    // Without the lock timeout the job would wait forever: checkpoint 4 cannot complete while
+    // this sink's upserts wait for checkpoint 3's locks, and 3 commits only with a later one.
+    expect(restarts.map(sqlstateOf)).toContain("55P03");
+    expect(result.restarts).toBeGreaterThanOrEqual(1);
+    const rows = await withClient(pgUrl(), async (c) => (await c.query(`SELECT key, id FROM "${table}"`)).rows);
+    expect(rows.length).toBe(16);
+    for (const row of rows) {
+      const k = Number(String(row.key).slice(1));
+      expect(Number(row.id)).toBe(11_999 - ((11_999 - k) % 16));
+    }
+    expect(await preparedUnder(pgUrl(), name)).toEqual([]);
+  });
 
   it("AT_LEAST_ONCE appends every record at least once", async () => {
     const table = freshTable();
@@ -242,6 +313,44 @@ describe("startup checks (I7)", () => {
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as ConfigurationError).setting).toBe("max_prepared_transactions");
     expect((error as Error).message).toContain("PostgresWriteAheadSink");
+  });
+
+  it("a server with max_prepared_transactions = 0 (as most managed Postgres): the two-phase sink refuses to start, naming the setting and the write-ahead sink; the write-ahead sink writes there", async () => {
+    const server = await startScratchCluster({ max_prepared_transactions: 0 });
+    try {
+      const table = tableNameFor();
+      await createRecordsTable(server.url, table);
+      const twoPhase = new PostgresTwoPhaseSink<Row>({ connection: server.url, name: "mpt0", table: mapping(table) });
+      const error = await rejection(twoPhase.open(sinkContext("mpt0")));
+      await twoPhase.close();
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).setting).toBe("max_prepared_transactions");
+      expect((error as Error).message).toContain("is 0 on the server");
+      expect((error as Error).message).toContain("PostgresWriteAheadSink");
+
+      const writeAhead = postgresSink<Row>({
+        connection: server.url,
+        exactlyOnce: "write-ahead",
+        name: "wal0",
+        table: mapping(table),
+      })();
+      const context = sinkContext("wal0", { storage: await storageFor() });
+      await writeAhead.open(context);
+      try {
+        await writeAhead.writeBatch({
+          values: [record(10)(1), record(10)(2)],
+          positions: [1, 2].map((offset) => ({ source: "s", split: "0", offset })),
+          timestamps: undefined,
+        });
+        await writeAhead.snapshotState(1);
+        await writeAhead.notifyCheckpointComplete(1);
+      } finally {
+        await writeAhead.close();
+      }
+      expect((await committedIds(server.url, table)).sort()).toEqual([1, 2]);
+    } finally {
+      await server.stop();
+    }
   });
 
   it.each(KINDS)(
@@ -331,11 +440,11 @@ describe("bad input", () => {
       expect(rejected).toBeInstanceOf(RowRejectedError);
       expect(rejected.sqlstate).toBe("23514");
       expect(rejected.message).toContain("no_777");
-      // The two-phase sink meets the refusal while writing, so it knows the record's position;
-      // the write-ahead sink meets it at the commit, where only the row is known.
+      // The two-phase sink meets the refusal while writing; the write-ahead sink at the commit,
+      // from its log, which holds each row's position too.
+      expect(write?.position).toEqual({ source: "generator", split: "1", offset: 777 });
       const visible = await committedIds(pgUrl(), table);
       if (kind === "two-phase") {
-        expect(write?.position).toEqual({ source: "generator", split: "1", offset: 777 });
         expect(visible).toEqual([]);
       } else {
         // The checkpoint had completed: the other subtask's part of it committed, the refused one's did not.
@@ -344,6 +453,103 @@ describe("bad input", () => {
       }
     },
   );
+});
+
+describe("dead-letter table (off by default)", () => {
+  it.each(KINDS)(
+    "%s: a record that cannot be encoded, one a CHECK refuses and a duplicate key go to the dead-letter table once each, with position, SQLSTATE and values; every other row is written once",
+    async (kind) => {
+      const table = freshTable();
+      const deadLetterTable = freshTable();
+      await createRecordsTable(pgUrl(), table, { uniqueId: true });
+      await withClient(pgUrl(), (c) => c.query(`ALTER TABLE "${table}" ADD CONSTRAINT no_777 CHECK (id <> 777)`));
+      const name = freshName("dlq");
+      // 3000 repeats 2996's id: the same split, so the same subtask and, with one checkpoint, one transaction.
+      const generate = (i: number): Row => ({
+        ...record(1_000_000)(i),
+        id: i === 1234 ? "not a number" : i === 3000 ? 2996 : i,
+      });
+      await runJob({ table, kind, records: 5_000, name, generate, intervalMs: 60_000, deadLetterTable });
+      const ids = await committedIds(pgUrl(), table);
+      expect(ids.length).toBe(4_997);
+      expect(new Set(ids).size).toBe(4_997);
+      for (const missing of [777, 1234, 3000]) expect(ids.includes(missing)).toBe(false);
+      expect(ids.includes(2996)).toBe(true);
+
+      const letters = await withClient(
+        pgUrl(),
+        async (c) =>
+          (
+            await c.query(
+              `SELECT sink, source_position, sqlstate, column_name, error, row_values, record FROM "${deadLetterTable}" ORDER BY (source_position->>'offset')::bigint`,
+            )
+          ).rows,
+      );
+      expect(letters.map((l) => [l.source_position?.offset, l.sqlstate])).toEqual([
+        [777, "23514"],
+        [1234, "22P02"],
+        [3000, "23505"],
+      ]);
+      for (const letter of letters) expect(letter.sink).toBe(name);
+      const [check, encoding, duplicate] = letters;
+      expect(check?.source_position).toEqual({ source: "generator", split: "1", offset: 777 });
+      expect(check?.error).toContain("no_777");
+      expect(check?.row_values).toEqual({ id: "777", key: "k777", version: "0", payload: "p777" });
+      expect(encoding?.column_name).toBe("id");
+      expect(encoding?.row_values).toBeNull();
+      expect(encoding?.record).toEqual({ id: "not a number", key: "k1234", version: 0, payload: "p1234" });
+      expect(duplicate?.error).toContain("(id)=(2996)");
+      expect(duplicate?.row_values).toMatchObject({ id: "2996", payload: "p3000" });
+      expect(await preparedUnder(pgUrl(), name)).toEqual([]);
+    },
+  );
+
+  it("a refusal that is not about the row (a missing privilege) still fails the job", async () => {
+    const table = freshTable();
+    await createRecordsTable(pgUrl(), table);
+    const role = `r_${table}`;
+    await withClient(pgUrl(), async (c) => {
+      await c.query(`CREATE ROLE "${role}" LOGIN`);
+      await c.query(`GRANT SELECT ON "${table}" TO "${role}"`);
+      // Enough to create the dead-letter table, not to write the target.
+      await c.query(`GRANT CREATE ON SCHEMA public TO "${role}"`);
+    });
+    try {
+      const url = new URL(pgUrl());
+      url.username = role;
+      const sink = postgresSink<Row>({
+        connection: url.toString(),
+        guarantee: DeliveryGuarantee.AT_LEAST_ONCE,
+        table: mapping(table),
+        deadLetter: { table: `dl_${table}` },
+      })();
+      const error = await rejection(
+        (async () => {
+          await sink.open(sinkContext("dlq-privilege"));
+          try {
+            await sink.writeBatch({
+              values: [record(10)(1)],
+              positions: [{ source: "s", split: "0", offset: 1 }],
+              timestamps: undefined,
+            });
+            await sink.snapshotState(1);
+          } finally {
+            await sink.close();
+          }
+        })(),
+      );
+      expect(error).toBeInstanceOf(Error);
+      expect(sqlstateOf(error)).toBe("42501");
+      expect(await committedIds(pgUrl(), table)).toEqual([]);
+    } finally {
+      await withClient(pgUrl(), async (c) => {
+        await c.query(`DROP TABLE IF EXISTS "dl_${table}"`);
+        await c.query(`REVOKE ALL ON "${table}" FROM "${role}"`);
+        await c.query(`REVOKE CREATE ON SCHEMA public FROM "${role}"`);
+        await c.query(`DROP ROLE "${role}"`);
+      });
+    }
+  });
 });
 
 describe("commits settled from the server", () => {

@@ -37,7 +37,7 @@ function binDir(): string | undefined {
   return versions[0] === undefined ? undefined : join(root, versions[0], "bin");
 }
 
-function requireBinDir(): string {
+export function requireBinDir(): string {
   const dir = binDir();
   if (!dir) throw new Error("PostgreSQL server binaries not found under /usr/lib/postgresql");
   return dir;
@@ -66,7 +66,7 @@ export function postgresDataDir(): string {
   return join(clusterRoot(), "data");
 }
 
-async function postgresUser(): Promise<{ uid: number; gid: number }> {
+export async function postgresUser(): Promise<{ uid: number; gid: number }> {
   const uid = await capture("id", ["-u", "postgres"]);
   const gid = await capture("id", ["-g", "postgres"]);
   if (uid.code !== 0 || gid.code !== 0) throw new Error("the `postgres` user does not exist");
@@ -74,7 +74,7 @@ async function postgresUser(): Promise<{ uid: number; gid: number }> {
 }
 
 /** Runs a PostgreSQL tool as the `postgres` user (directly when we are not root anyway). */
-async function asPostgres(tool: string, args: string[], progress?: Progress): Promise<void> {
+export async function asPostgres(tool: string, args: string[], progress?: Progress): Promise<void> {
   const command = join(requireBinDir(), tool);
   const log = logFile("postgres");
   // cwd "/" because the postgres user may not be allowed into the caller's directory.
