@@ -3,7 +3,11 @@
  * its own child process (so CPU and peak RSS are its own), printed side by side with
  * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
  *
- *   pnpm bench [--records N] [--kafka-records N] [--pg-records N] [--only file|kafka|postgres] [--rounds R]
+ *   pnpm bench [--records N] [--kafka-records N] [--pg-records N[,N…]] [--only file|kafka|postgres] [--rounds R]
+ *
+ * A list of record counts runs the suite once per count, each with its own table. Below each
+ * table, a suite's comparisons give the ratios its issue sets targets for (a sink against the
+ * raw client on the same bulk path, and against the naive loop).
  *
  * With --rounds R every case runs R times, the cases taking turns (a round runs each once),
  * so that a slow moment of the machine or the broker does not fall on one case only; the
@@ -37,7 +41,10 @@ interface Suite {
   readonly connector: string;
   readonly script: string;
   readonly cases: readonly string[];
-  readonly records: number;
+  /** Record counts: the suite runs once per count. */
+  readonly sizes: readonly number[];
+  /** `[case, baseline]`: printed as the case's records/s over the baseline's. */
+  readonly comparisons?: ReadonlyArray<readonly [string, string]>;
   /** Prepares input shared by the cases; returns extra environment for them. */
   readonly prepare?: () => Promise<Record<string, string>>;
   /** Why the suite cannot run here, if it cannot. */
@@ -49,13 +56,13 @@ const suites: Suite[] = [
     connector: "file (local disk)",
     script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
     cases: ["exactly-once", "at-least-once", "raw", "naive"],
-    records,
+    sizes: [records],
   },
   {
     connector: "kafka",
     script: fileURLToPath(new URL("./cases/kafka-cases.ts", import.meta.url)),
     cases: ["exactly-once (1 s)", "exactly-once (100 ms)", "at-least-once", "raw", "naive"],
-    records: Number(values["kafka-records"]),
+    sizes: [Number(values["kafka-records"])],
     prepare: async () => ({
       BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, Number(values["kafka-records"])),
     }),
@@ -78,7 +85,19 @@ const suites: Suite[] = [
       "raw unnest upsert",
       "naive (txn per batch, row by row)",
     ],
-    records: Number(values["pg-records"]),
+    sizes: (values["pg-records"] as string).split(",").map((n) => {
+      const size = Number(n);
+      if (!Number.isInteger(size) || size < 1) throw new Error(`--pg-records takes positive integers, got ${n}`);
+      return size;
+    }),
+    comparisons: [
+      ["two-phase append", "raw COPY"],
+      ["write-ahead append", "raw COPY"],
+      ["two-phase upsert", "raw unnest upsert"],
+      ["write-ahead upsert", "raw unnest upsert"],
+      ["two-phase upsert", "naive (txn per batch, row by row)"],
+      ["write-ahead upsert", "naive (txn per batch, row by row)"],
+    ],
     ...(process.env.EXACTLY_PG_URL
       ? {}
       : { unavailable: 'EXACTLY_PG_URL is not set (pnpm services up postgres, then eval "$(pnpm -s services env)")' }),
@@ -128,12 +147,16 @@ for (const suite of suites) {
     continue;
   }
   const env = (await suite.prepare?.()) ?? {};
+  for (const size of suite.sizes) await runSuite(suite, size, env);
+}
+
+async function runSuite(suite: Suite, size: number, env: Record<string, string>): Promise<void> {
   const results = new Map<string, CaseResult[]>(suite.cases.map((name) => [name, []]));
   for (let round = 1; round <= rounds; round++) {
     for (const name of suite.cases) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
-      results.get(name)?.push(await runCase(suite.script, name, suite.records, dir, env));
+      results.get(name)?.push(await runCase(suite.script, name, size, dir, env));
       await rm(dir, { recursive: true, force: true });
     }
   }
@@ -171,10 +194,15 @@ for (const suite of suites) {
     "startup ms",
   ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  console.log(`\n${suite.connector}, ${suite.records.toLocaleString("en-US")} records`);
+  console.log(`\n${suite.connector}, ${size.toLocaleString("en-US")} records`);
   for (const row of [header, widths.map((w) => "-".repeat(w)), ...rows]) {
     console.log(
       row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  "),
     );
+  }
+  for (const [name, baseline] of suite.comparisons ?? []) {
+    const rate = median((results.get(name) ?? []).map(rateOf));
+    const base = median((results.get(baseline) ?? []).map(rateOf));
+    console.log(`  ${name} / ${baseline}: ${(rate / base).toFixed(2)}×`);
   }
 }
