@@ -1,25 +1,13 @@
 // Step 2 for Postgres: the official image with prepared transactions enabled.
 
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:net";
 import { PostgreSqlContainer } from "@testcontainers/postgresql";
 import { serviceContainer } from "../core/container.ts";
+import { freePort } from "../core/ports.ts";
 import type { ServiceContainer } from "../core/service-module.ts";
 import type { PostgresEndpoint } from "./module.ts";
 
 const POSTGRES_IMAGE = "postgres:17-alpine";
-
-/** A host port that is free right now (the kernel picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject()));
-    });
-  });
-}
 
 export async function startPostgresContainer(): Promise<ServiceContainer<PostgresEndpoint>> {
   // A fixed host port: the two-phase-commit smoke test restarts the container, and Docker may

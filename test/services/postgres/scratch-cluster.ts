@@ -4,26 +4,13 @@
 // launcher; its own data directory and port; stopped and deleted by `stop`.
 
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort } from "../core/ports.ts";
 import { asPostgres, postgresUser, requireBinDir } from "./launcher.ts";
 
 export interface ScratchCluster {
   readonly url: string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
-      );
-    });
-  });
 }
 
 /**

@@ -1,0 +1,17 @@
+// Ports for servers the test setup starts beside the fixed ones.
+
+import { createServer } from "node:net";
+
+/** A loopback port that is free right now (the kernel picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}
