@@ -173,9 +173,17 @@ async function formatStorage(java: string, logDir: string): Promise<void> {
   const clusterIdFile = join(kafkaDir(), "cluster-id");
   if (!existsSync(clusterIdFile)) writeFileSync(clusterIdFile, `${randomBytes(16).toString("base64url")}\n`);
   const clusterId = readFileSync(clusterIdFile, "utf8").trim();
+  // `--cluster-id=<id>`, one argument: a base64url id starts with "-" once in 64, and as a
+  // separate argument the tool would take it for an option and refuse to format.
   await run(
     java,
-    javaArgs("kafka.tools.StorageTool", ["format", "-t", clusterId, "-c", serverProperties(), "--ignore-formatted"]),
+    javaArgs("kafka.tools.StorageTool", [
+      "format",
+      `--cluster-id=${clusterId}`,
+      "-c",
+      serverProperties(),
+      "--ignore-formatted",
+    ]),
     { log: logFile("kafka") },
   );
 }
