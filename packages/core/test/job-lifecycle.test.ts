@@ -11,7 +11,7 @@ import {
   StreamJob,
   silentLogger,
 } from "../src/index.ts";
-import { MemorySink, MemoryStore, type MemoryTxn, tempDir } from "./helpers.ts";
+import { MemorySink, MemoryStore, type MemoryTxn, recordingLogger, tempDir } from "./helpers.ts";
 
 /** Throws (in-process, not a crash) once, on the first write after `after` records. */
 class FailingOnceSink extends MemorySink<number> {
@@ -101,6 +101,33 @@ describe("job lifecycle", () => {
     const cause = (error as JobFailedError).cause;
     expect(cause).toBeInstanceOf(RecordWriteError);
     expect((cause as RecordWriteError).message).toContain("numbers[0]@42");
+    expect(store.committed).toEqual([]);
+  });
+
+  it("a failure at the final checkpoint's barrier fails the job at once: every task of the attempt settles, none waits for a wake-up that came already", async () => {
+    const store = new MemoryStore();
+    class FailingAtFinalBarrier extends MemorySink<number> {
+      protected override async preCommit(txn: MemoryTxn): Promise<void> {
+        throw new Error(`cannot pre-commit ${txn.id}`);
+      }
+    }
+    const logger = recordingLogger();
+    const job = new StreamJob({
+      name: "final-barrier",
+      parallelism: 2,
+      // No checkpoint before the final one: the failure comes while the source waits for it.
+      checkpoint: { storage: await tempDir(), intervalMs: 60_000 },
+      restart: { maxRestarts: 0 },
+      logger,
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 1000, splits: 2, generate: (i) => i }))
+      .sinkTo(() => new FailingAtFinalBarrier(store), { name: "mem" });
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobFailedError);
+    expect(String((error as JobFailedError).cause)).toContain("cannot pre-commit");
+    // Before the fix the source task sat until the 120 s settle bound, which says so here.
+    expect(logger.warnings.filter((w) => w.includes("still busy"))).toEqual([]);
     expect(store.committed).toEqual([]);
   });
 

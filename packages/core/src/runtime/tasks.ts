@@ -108,7 +108,10 @@ export class SourceTask implements TaskBase {
           return;
         }
         await new Promise<void>((resolve) => {
-          this.wake = resolve;
+          // A barrier, the final checkpoint's end or a cancel may have come while the barrier
+          // above was being emitted: waiting for a wake-up then would wait for nothing.
+          if (this.cancelled || this.finalCheckpointDone || this.barriers.length > 0) resolve();
+          else this.wake = resolve;
         });
         continue;
       }
