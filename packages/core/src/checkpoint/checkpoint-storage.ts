@@ -26,7 +26,8 @@ export interface LogStore {
   append(name: string, lines: readonly string[]): Promise<void>;
   /** Makes everything appended so far durable. */
   sync(name: string): Promise<void>;
-  read(name: string): AsyncIterable<string>;
+  /** The lines appended, in order, in batches (a batch per chunk read, not a promise per line). */
+  read(name: string): AsyncIterable<readonly string[]>;
   delete(name: string): Promise<void>;
   list(): Promise<string[]>;
 }

@@ -188,7 +188,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
         async () => {
           if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
           const records: LOGGED[] = [];
-          for await (const line of logs.read(log.log)) records.push(this.codec.decode(line));
+          for await (const lines of logs.read(log.log)) for (const line of lines) records.push(this.codec.decode(line));
           await this.sendAndCommit(records, log.checkpointId, log.subtask);
         },
         (e) => this.isTransient(e),
