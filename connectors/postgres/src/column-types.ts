@@ -36,15 +36,22 @@ function text(value: unknown, column: string): string {
 function integer(bits: 16 | 32 | 64): Encoder {
   const max = (1n << BigInt(bits - 1)) - 1n;
   const min = -max - 1n;
+  // Numbers, the common case, are checked as numbers: a BigInt per value costs more than the
+  // rest of the row. Every safe integer fits 64 bits.
+  const maxNumber = bits === 64 ? Number.MAX_SAFE_INTEGER : Number(max);
+  const minNumber = bits === 64 ? Number.MIN_SAFE_INTEGER : Number(min);
   return (value, column) => {
     let n: bigint;
-    if (typeof value === "bigint") n = value;
-    else if (typeof value === "number") {
+    if (typeof value === "number") {
       if (!Number.isInteger(value)) reject(column, INVALID_TEXT, `${value} is not an integer`);
       if (!Number.isSafeInteger(value))
         reject(column, OUT_OF_RANGE, `${value} is beyond 2^53: pass a bigint or a string`);
-      n = BigInt(value);
-    } else if (typeof value === "string" && /^[+-]?\d+$/.test(value.trim())) n = BigInt(value.trim());
+      if (value < minNumber || value > maxNumber)
+        reject(column, OUT_OF_RANGE, `${value} is out of range for a ${bits}-bit integer`);
+      return String(value);
+    }
+    if (typeof value === "bigint") n = value;
+    else if (typeof value === "string" && /^[+-]?\d+$/.test(value.trim())) n = BigInt(value.trim());
     else return reject(column, INVALID_TEXT, `${describeValue(value)} is not an integer`);
     if (n < min || n > max) reject(column, OUT_OF_RANGE, `${n} is out of range for a ${bits}-bit integer`);
     return n.toString();
@@ -157,6 +164,13 @@ const NEEDS_ESCAPE = /[\\\n\r\t]/;
 const COPY_ESCAPES = /[\\\n\r\t]/g;
 const COPY_ESCAPE: Record<string, string> = { "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
+/** One line of COPY's text format: the fields, escaped, joined by tabs. */
+export function copyLine(cells: readonly (string | null)[]): string {
+  let line = copyField(cells[0] as string | null);
+  for (let c = 1; c < cells.length; c++) line += `\t${copyField(cells[c] as string | null)}`;
+  return line;
+}
+
 /** One field of COPY's text format: `\N` for NULL, backslash, newline, carriage return and tab escaped. */
 export function copyField(value: string | null): string {
   if (value === null) return "\\N";
@@ -169,5 +183,11 @@ const COPY_UNESCAPE: Record<string, string> = { "\\\\": "\\", "\\n": "\n", "\\r"
 export function parseCopyLine(line: string): (string | null)[] {
   return line
     .split("\t")
-    .map((field) => (field === "\\N" ? null : field.replace(/\\[\\nrt]/g, (e) => COPY_UNESCAPE[e] as string)));
+    .map((field) =>
+      !field.includes("\\")
+        ? field
+        : field === "\\N"
+          ? null
+          : field.replace(/\\[\\nrt]/g, (e) => COPY_UNESCAPE[e] as string),
+    );
 }
