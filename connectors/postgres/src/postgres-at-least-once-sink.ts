@@ -37,6 +37,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   private readonly deadLetters: DeadLetterTable | undefined;
   private setAside: SetAside | undefined;
   private session: PostgresConnection | undefined;
+  private inFlight: Promise<void> | undefined;
 
   constructor(options: PostgresAtLeastOnceSinkOptions<T>) {
     this.options = options;
@@ -63,7 +64,21 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
 
   writeBatch(batch: Batch<T>): void | Promise<void> {
     this.rows.add(batch);
-    if (this.rows.size >= this.flushRows) return this.writeOut();
+    if (this.rows.size >= this.flushRows) return this.startWriteOut();
+  }
+
+  /** As the two-phase sink: one write-out in flight while the next rows are encoded. */
+  private async startWriteOut(): Promise<void> {
+    await this.settle();
+    const sending = this.writeOut();
+    sending.catch(() => {});
+    this.inFlight = sending;
+  }
+
+  private async settle(): Promise<void> {
+    const sending = this.inFlight;
+    this.inFlight = undefined;
+    await sending;
   }
 
   /** One statement per write-out (a COPY, or upserts of a few thousand rows each), committed at once. */
@@ -83,6 +98,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   }
 
   async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
+    await this.settle();
     if (this.rows.size > 0) await this.writeOut();
     return {};
   }
@@ -94,6 +110,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
 
   async close(): Promise<void> {
+    await this.settle().catch(() => {});
     await this.session?.close();
     this.session = undefined;
   }

@@ -78,6 +78,8 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   private rows: RowBuffer<T>;
   /** Whether the open transaction has sent BEGIN (it does at its first write-out). */
   private begun = false;
+  /** The write-out on its way to the server: the next rows are encoded meanwhile. */
+  private inFlight: Promise<void> | undefined;
   /** Checkpoints this subtask prepared and has not committed yet. */
   private readonly prepared = new Set<number>();
 
@@ -144,11 +146,32 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
 
   protected write(_txn: PostgresTransaction, batch: Batch<T>): void | Promise<void> {
     this.rows.add(batch);
-    if (this.rows.size >= this.flushRows) return this.writeOut();
+    if (this.rows.size >= this.flushRows) return this.startWriteOut();
+  }
+
+  /**
+   * Once the write-out before it is done, starts writing what is buffered and returns: the
+   * server takes in one write-out while the next rows are encoded. At most one is in flight,
+   * so at most twice `flushRows` rows are held.
+   */
+  private async startWriteOut(): Promise<void> {
+    await this.settle();
+    const sending = this.writeOut();
+    // Its failure is thrown by the next settle (the next write-out, the barrier, or abort).
+    sending.catch(() => {});
+    this.inFlight = sending;
+  }
+
+  /** Waits for the write-out in flight, if any, and throws its failure. */
+  private async settle(): Promise<void> {
+    const sending = this.inFlight;
+    this.inFlight = undefined;
+    await sending;
   }
 
   /** Writes what is buffered into the open transaction; a refused row fails with its position. */
   private async writeOut(): Promise<void> {
+    const rows = this.rows.take();
     const session = this.openSession;
     if (!this.begun) {
       await session.query("BEGIN");
@@ -161,7 +184,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
       logger: this.context.logger,
     };
     try {
-      await writeRowsOrExplain(session, this.mapping, this.rows.take(), setAside);
+      await writeRowsOrExplain(session, this.mapping, rows, setAside);
     } catch (error) {
       // A refused row was explained after rolling the transaction back.
       if (error instanceof RecordWriteError) this.begun = false;
@@ -170,6 +193,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   }
 
   protected async preCommit(txn: PostgresTransaction, { checkpointId }: CommitContext): Promise<void> {
+    await this.settle();
     await this.writeOut();
     const session = this.openSession;
     const gid = gidOf(this.sinkName, txn.subtask, checkpointId);
@@ -208,6 +232,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
       return;
     }
     // The open transaction: rolled back with its session if that is gone.
+    await this.settle().catch(() => {});
     this.rows.take();
     if (this.begun && this.session && !this.session.broken) await this.session.query("ROLLBACK");
     this.begun = false;

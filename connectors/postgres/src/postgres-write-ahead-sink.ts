@@ -8,7 +8,7 @@ import {
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
-import { type DeadLetter, type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
+import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
 import { RowBuffer } from "./row-buffer.ts";
@@ -16,14 +16,7 @@ import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
-
-/**
- * A record as the log holds it: its columns already encoded (see the column types) and its
- * source position, `[cells, source, split, offset]`, so a row the server refuses at commit is
- * still named; or, with a dead-letter table, the dead letter of a record that could not be
- * encoded.
- */
-type LoggedRow = [cells: (string | null)[], source: string, split: string, offset: number | string] | { d: DeadLetter };
+import { type LoggedRow, logDeadLetter, logRow, readLogged } from "./write-ahead-log.ts";
 
 export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
 
@@ -67,11 +60,11 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
             cells = mapping.encode(record);
           } catch (error) {
             if (!deadLetters) throw error;
-            return JSON.stringify({ d: encodingDeadLetter(position, record, error) });
+            return logDeadLetter(encodingDeadLetter(position, record, error));
           }
-          return JSON.stringify([cells, position.source, position.split, position.offset]);
+          return logRow(cells, position);
         },
-        decode: (line) => JSON.parse(line) as LoggedRow,
+        decode: readLogged,
       },
       commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY,
     });
@@ -140,8 +133,8 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     const session = await this.connection();
     const buffer = new RowBuffer(this.mapping, this.deadLetters !== undefined);
     for (const logged of records) {
-      if (Array.isArray(logged)) buffer.addCells(logged[0], { source: logged[1], split: logged[2], offset: logged[3] });
-      else buffer.addDeadLetter(logged.d);
+      if ("line" in logged) buffer.addLine(logged.line, logged.position);
+      else buffer.addDeadLetter(logged.deadLetter);
     }
     const setAside: SetAside | undefined = this.deadLetters && {
       table: this.deadLetters,

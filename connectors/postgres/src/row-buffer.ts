@@ -5,7 +5,7 @@
  * row twice in one statement).
  */
 import { type Batch, type RecordPosition, RecordWriteError } from "@exactly/core";
-import { copyField } from "./column-types.ts";
+import { copyLine, parseCopyLine } from "./column-types.ts";
 import { type DeadLetter, encodingDeadLetter } from "./dead-letters.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
@@ -58,9 +58,7 @@ export class RowBuffer<T> {
   /** Adds a row already encoded (a write-ahead log's rows). */
   addCells(cells: (string | null)[], position: RecordPosition | undefined): void {
     if (!this.mapping.upserts) {
-      let line = copyField(cells[0] as string | null);
-      for (let c = 1; c < cells.length; c++) line += `\t${copyField(cells[c] as string | null)}`;
-      this.lines.push(line);
+      this.lines.push(copyLine(cells));
       this.positions.push(position);
       return;
     }
@@ -72,6 +70,16 @@ export class RowBuffer<T> {
       this.positions.push(position);
     } else this.positions[row] = position;
     for (let c = 0; c < cells.length; c++) (this.columns[c] as (string | null)[])[row] = cells[c] as string | null;
+  }
+
+  /** Adds a row already encoded as a COPY line (a write-ahead log's rows). */
+  addLine(line: string, position: RecordPosition | undefined): void {
+    if (this.mapping.upserts) {
+      this.addCells(parseCopyLine(line), position);
+      return;
+    }
+    this.lines.push(line);
+    this.positions.push(position);
   }
 
   /** Adds a dead letter already made (a write-ahead log's record that could not be encoded). */
