@@ -1,5 +1,7 @@
-// Step 3 for Redis: Debian's redis-server package, loopback only, no persistence (tests want a
-// clean server after every restart, and snapshots would only cost disk writes).
+// Step 3 for Redis: Debian's redis-server package, loopback only, with the append-only file
+// fsynced on every write: the Redis sinks refuse a server that can lose acknowledged writes
+// (I7), and the fault tests SIGKILL redis-server and expect every acknowledged write back. No
+// RDB snapshots (they would only cost disk writes).
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,7 +14,7 @@ import { type RedisEndpoint, redis } from "./module.ts";
 const HOST = "127.0.0.1";
 const PORT = 56379;
 
-function redisServer(): string | undefined {
+export function redisServer(): string | undefined {
   return which("redis-server");
 }
 
@@ -40,7 +42,8 @@ const spec: DaemonSpec<RedisEndpoint> = {
         'logfile ""',
         `dir "${dir}"`,
         'save ""',
-        "appendonly no",
+        "appendonly yes",
+        "appendfsync always",
         "",
       ].join("\n"),
     );
