@@ -42,6 +42,7 @@ describe("packages install alone", () => {
       "connectors/file",
       "connectors/kafka",
       "connectors/postgres",
+      "connectors/redis",
       "examples/kafka-window-sum",
       "packages/conformance",
       "packages/cli",
@@ -60,6 +61,7 @@ describe("packages install alone", () => {
       "exactly-file-0.1.0.tgz",
       "exactly-kafka-0.1.0.tgz",
       "exactly-postgres-0.1.0.tgz",
+      "exactly-redis-0.1.0.tgz",
     ]);
 
     const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
@@ -201,6 +203,48 @@ console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capab
       guarantee: "EXACTLY_ONCE",
       capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
       kind: "PostgresWriteAheadSink",
+    });
+
+    // Core and the Redis connector alone: they bring ioredis, nothing else of ours.
+    const redisApp = await mkdtemp(join(tmpdir(), "exactly-redis-app-"));
+    await writeFile(
+      join(redisApp, "package.json"),
+      JSON.stringify({ name: "redis-app", private: true, type: "module" }),
+    );
+    await exec(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        join(packs, "exactly-core-0.1.0.tgz"),
+        join(packs, "exactly-redis-0.1.0.tgz"),
+      ],
+      { cwd: redisApp },
+    );
+    expect(existsSync(join(redisApp, "node_modules/ioredis"))).toBe(true);
+    expect(existsSync(join(redisApp, "node_modules/pg"))).toBe(false);
+    await writeFile(
+      join(redisApp, "job.ts"),
+      `import { RedisUpsertSink } from "@exactly/redis";
+const sink = new RedisUpsertSink<{ id: number; name: string }>({
+  connection: "redis://localhost:1",
+  keyPrefix: "people:",
+  key: (p) => String(p.id),
+  version: (p) => p.id,
+  value: { shape: "hash", fields: (p) => ({ name: p.name }) },
+});
+console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
+`,
+    );
+    await typeCheck(redisApp, "job.ts");
+    const redisJob = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], {
+      cwd: redisApp,
+    });
+    expect(JSON.parse(redisJob.stdout)).toEqual({
+      guarantee: "EXACTLY_ONCE",
+      capabilities: { rescale: true, upserts: true },
+      kind: "RedisUpsertSink",
     });
 
     // A user's own sink, in plain JavaScript, through `exactly conformance`.

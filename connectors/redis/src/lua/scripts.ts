@@ -1,0 +1,96 @@
+/**
+ * The sinks' Lua scripts. Each takes its keys as KEYS and its values as ARGV: nothing from a
+ * record is ever spliced into a script's text.
+ */
+
+/**
+ * Guarded upserts, several per call. KEYS: for each write its data key, then its version key.
+ * ARGV: shape ("string" or "hash"), TTL in ms (0: none), then for each write its version,
+ * the count n of its value arguments, and those n arguments (the value, or field/value pairs).
+ * A write applies only if its version is greater than the stored one, so a replayed write
+ * never moves a key back. Returns how many writes applied.
+ */
+const GUARDED_UPSERT = `
+local shape = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local at = 3
+local applied = 0
+for i = 1, #KEYS, 2 do
+  local version = ARGV[at]
+  local n = tonumber(ARGV[at + 1])
+  local stored = redis.call('GET', KEYS[i + 1])
+  if (not stored) or tonumber(version) > tonumber(stored) then
+    if shape == 'string' then
+      if ttl > 0 then
+        redis.call('SET', KEYS[i], ARGV[at + 2], 'PX', ttl)
+      else
+        redis.call('SET', KEYS[i], ARGV[at + 2])
+      end
+    else
+      redis.call('HSET', KEYS[i], unpack(ARGV, at + 2, at + 1 + n))
+      if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
+    end
+    if ttl > 0 then
+      redis.call('SET', KEYS[i + 1], version, 'PX', ttl)
+    else
+      redis.call('SET', KEYS[i + 1], version)
+    end
+    applied = applied + 1
+  end
+  at = at + 2 + n
+end
+return applied
+`;
+
+/**
+ * One chunk of a checkpoint's operations, applied once. KEYS[1] is the marker hash of
+ * (sink, subtask): the checkpoint it last applied, how many of that checkpoint's operations
+ * are in, and whether all are. KEYS[2…] are the chunk's data keys. ARGV: checkpoint, the index
+ * of the chunk's first operation within the checkpoint, whether it is the last chunk, the
+ * operation count, then per operation its command, its key's index in KEYS, its argument
+ * count and the arguments. Operations the marker shows applied are skipped, so a replay after
+ * a crash between chunks applies none twice, whatever the chunk size then; a chunk that
+ * would leave a gap is refused. An operation that fails (WRONGTYPE …) stops the chunk with
+ * the marker at it, since Redis does not undo a failed script's writes. Only the commands
+ * the sink encodes are allowed. Returns how many operations it applied.
+ */
+const APPLY_CHUNK = `
+local allowed = { INCRBY = true, HINCRBY = true, RPUSH = true, LPUSH = true, SADD = true, ZADD = true, XADD = true, SET = true, HSET = true }
+local marker = KEYS[1]
+local checkpoint = tonumber(ARGV[1])
+local first = tonumber(ARGV[2])
+local last = ARGV[3] == '1'
+local count = tonumber(ARGV[4])
+local state = redis.call('HMGET', marker, 'checkpoint', 'ops', 'done')
+local doneCheckpoint = tonumber(state[1] or '0')
+local doneOps = tonumber(state[2] or '0')
+if doneCheckpoint > checkpoint or (doneCheckpoint == checkpoint and state[3] == '1') then return 0 end
+if doneCheckpoint < checkpoint then doneOps = 0 end
+if first > doneOps then
+  return redis.error_reply('exactly: chunk from operation ' .. first .. ' of checkpoint ' .. checkpoint .. ' comes before operations ' .. doneOps .. '..' .. (first - 1) .. ' are in')
+end
+local at = 5
+local applied = 0
+for o = 0, count - 1 do
+  local command = ARGV[at]
+  local key = KEYS[tonumber(ARGV[at + 1])]
+  local argc = tonumber(ARGV[at + 2])
+  if not allowed[command] then return redis.error_reply('exactly: command not allowed: ' .. command) end
+  if first + o >= doneOps then
+    -- A script's writes are not undone when it fails: on an error, the marker keeps what is in.
+    local result = redis.pcall(command, key, unpack(ARGV, at + 3, at + 2 + argc))
+    if type(result) == 'table' and result.err then
+      redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', first + o, 'done', '0')
+      return redis.error_reply('exactly: operation ' .. (first + o) .. ' of checkpoint ' .. checkpoint .. ' (' .. command .. ' ' .. key .. '): ' .. result.err)
+    end
+    applied = applied + 1
+  end
+  at = at + 3 + argc
+end
+local ops = math.max(doneOps, first + count)
+redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', ops, 'done', last and '1' or '0')
+return applied
+`;
+
+export const SCRIPTS = { guardedUpsert: GUARDED_UPSERT, applyChunk: APPLY_CHUNK } as const;
+export type ScriptName = keyof typeof SCRIPTS;

@@ -1,0 +1,146 @@
+import {
+  ConfigurationError,
+  IdempotentSink,
+  type RecordPosition,
+  RecordWriteError,
+  requirePositiveInteger,
+  type SinkContext,
+  SinkNotOpenError,
+  type Upsert,
+} from "@exactly/core";
+import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
+import { checkDurability } from "./durability.ts";
+import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { versionKeyOf } from "./key-names.ts";
+import { type CompiledShape, compileShape, type ValueShape } from "./value-shapes.ts";
+
+export interface RedisUpsertSinkOptions<T> {
+  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
+  readonly connection: RedisConnectionOptions;
+  /** Every key starts with it (non-empty): `<keyPrefix><key(record)>`. */
+  readonly keyPrefix: string;
+  /** The record's key, after the prefix. */
+  readonly key: (record: T) => string;
+  /**
+   * The write's version: the same under replay, and increasing along a key's records, so the
+   * stored value never moves back. A number exact in a double (|v| ≤ 2^53): an event's own
+   * sequence or timestamp, or `sourceOffsetVersion` when each key's records come from one
+   * source split. Not checkpoint id + sequence: a replay's checkpoints need not end where
+   * the crashed run's did, so the same record could get a version above a later one's.
+   */
+  readonly version: (record: T, position: RecordPosition) => number;
+  readonly value: ValueShape<T>;
+  /** Expire each key (and its version) this long after its last applied write; default never. */
+  readonly ttlMs?: number;
+  /** Records buffered before they are sent; every barrier sends too. Default 1000. */
+  readonly maxBufferedRecords?: number;
+  /** Writes per script call (calls go out pipelined, one round trip per flush). Default 500. */
+  readonly writesPerCall?: number;
+  /**
+   * Start on a server that can lose acknowledged writes in a crash (`appendonly no`, or
+   * `appendfsync` other than `always`, or CONFIG refused). Default false: such a server is refused.
+   */
+  readonly acceptLossyDurability?: boolean;
+}
+
+/** The version of a record from its source offset: right when each key's records all come from one split (a Kafka partition). */
+export function sourceOffsetVersion(_record: unknown, position: RecordPosition): number {
+  const offset = typeof position.offset === "number" ? position.offset : Number(position.offset);
+  if (!Number.isSafeInteger(offset)) throw new Error(`offset ${position.offset} is not an integer below 2^53`);
+  return offset;
+}
+
+/**
+ * The exactly-once Redis sink for keyed values, on {@link IdempotentSink}: writes go out as
+ * records arrive (buffered, pipelined) and are flushed at the barrier; each carries a
+ * version, and a Lua script applies it only if it is newer than the version stored beside
+ * the key. A replay after a crash rewrites what it wrote before, in order, and never shows
+ * a key an older value than it held ("no jump back"). The version lives in a key of its own
+ * next to the data key (see `key-names.ts`); it costs one small string key per data key.
+ */
+export class RedisUpsertSink<T> extends IdempotentSink<T> {
+  private readonly connect: RedisConnect;
+  private readonly keyPrefix: string;
+  private readonly keyOfRecord: (record: T) => string;
+  private readonly versionOfRecord: (record: T, position: RecordPosition) => number;
+  private readonly shape: CompiledShape<T>;
+  private readonly ttlMs: number;
+  private readonly writesPerCall: number;
+  private readonly acceptLossy: boolean;
+  private connection: RedisConnection | undefined;
+
+  constructor(options: RedisUpsertSinkOptions<T>) {
+    super(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: options.maxBufferedRecords });
+    if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
+    this.connect = ioredisConnect(options.connection);
+    this.keyPrefix = options.keyPrefix;
+    this.keyOfRecord = options.key;
+    this.versionOfRecord = options.version;
+    this.shape = compileShape(options.value);
+    this.ttlMs = options.ttlMs === undefined ? 0 : requirePositiveInteger("ttlMs", options.ttlMs);
+    this.writesPerCall = requirePositiveInteger("writesPerCall", options.writesPerCall ?? 500);
+    this.acceptLossy = options.acceptLossyDurability ?? false;
+  }
+
+  override async open(context: SinkContext): Promise<void> {
+    await super.open(context);
+    this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
+    if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+  }
+
+  protected keyOf(record: T): string {
+    return this.keyOfRecord(record);
+  }
+
+  protected versionOf(record: T, position: RecordPosition): number {
+    let version: number;
+    try {
+      version = this.versionOfRecord(record, position);
+    } catch (error) {
+      throw new RecordWriteError(position, error);
+    }
+    if (typeof version !== "number" || !Number.isFinite(version) || Math.abs(version) > Number.MAX_SAFE_INTEGER) {
+      throw new RecordWriteError(position, new Error(`version ${String(version)} is not a number exact in a double`));
+    }
+    return version;
+  }
+
+  protected async upsert(writes: readonly Upsert<T>[]): Promise<void> {
+    if (!this.connection) throw new SinkNotOpenError("redis connection");
+    // One write per key per flush: the newest (a key's records arrive in version order).
+    const latest = new Map<string, Upsert<T>>();
+    for (const write of writes) {
+      if (typeof write.key !== "string" || write.key.length === 0)
+        throw new RecordWriteError(write.position, new Error("the record's key is empty"));
+      const seen = latest.get(write.key);
+      if (!seen || write.version >= seen.version) latest.set(write.key, write);
+    }
+    const calls: ScriptCall[] = [];
+    let keys: string[] = [];
+    let args: (string | number)[] = [this.shape.script, this.ttlMs];
+    for (const write of latest.values()) {
+      let value: (string | number)[];
+      try {
+        value = this.shape.encode(write.record);
+      } catch (error) {
+        throw new RecordWriteError(write.position, error);
+      }
+      const key = this.keyPrefix + write.key;
+      keys.push(key, versionKeyOf(key));
+      args.push(write.version, value.length, ...value);
+      if (keys.length / 2 >= this.writesPerCall) {
+        calls.push({ keys, args });
+        keys = [];
+        args = [this.shape.script, this.ttlMs];
+      }
+    }
+    if (keys.length > 0) calls.push({ keys, args });
+    await this.connection.runScript("guardedUpsert", calls);
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    await this.connection?.close();
+    this.connection = undefined;
+  }
+}

@@ -1,0 +1,181 @@
+import {
+  type CheckpointCommitter,
+  ConfigurationError,
+  GenericWriteAheadSink,
+  ownsSubtaskIndex,
+  requirePositiveInteger,
+  type SinkCapabilities,
+  type SinkContext,
+  SinkNotOpenError,
+} from "@exactly/core";
+import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
+import { checkDurability } from "./durability.ts";
+import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { type EncodedOperation, encodeOperation, type RedisOperation } from "./operations.ts";
+
+export interface RedisWriteAheadSinkOptions<T> {
+  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
+  readonly connection: RedisConnectionOptions;
+  /** Every key starts with it (non-empty): the operations' keys and the sink's markers. */
+  readonly keyPrefix: string;
+  /** The writes of one record. */
+  readonly operations: (record: T) => RedisOperation | readonly RedisOperation[];
+  /**
+   * The sink's name in Redis, in its markers' keys (`<keyPrefix>exactly-wal:<name>:<subtask>`).
+   * Default: the sink's name in the job. Two sinks under one prefix need two names.
+   */
+  readonly name?: string;
+  /** Operations per Lua call; a checkpoint goes in calls of this many, each applied once. Default 1000. */
+  readonly operationsPerCall?: number;
+  /** As the upsert sink: start on a server that can lose acknowledged writes. Default false. */
+  readonly acceptLossyDurability?: boolean;
+}
+
+/** A record as the log holds it: its operations, encoded. */
+type LoggedOperations = EncodedOperation[];
+
+const MARKER = "exactly-wal:";
+
+/**
+ * The exactly-once Redis sink for writes that are not idempotent (INCRBY, HINCRBY, list
+ * pushes, set adds, XADD), on {@link GenericWriteAheadSink}: a checkpoint's operations are
+ * logged in checkpoint storage and, once the checkpoint completes, applied by Lua calls of
+ * `operationsPerCall` each. Every call also advances the marker of (sink, subtask) — the
+ * checkpoint and how many of its operations are in — in the same script, so a checkpoint
+ * replayed after a crash, even one cut between two calls, applies none of its operations twice.
+ */
+export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOperations> {
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
+  private readonly connect: RedisConnect;
+  private readonly keyPrefix: string;
+  private readonly configuredName: string | undefined;
+  private readonly operationsPerCall: number;
+  private readonly acceptLossy: boolean;
+  private sinkName = "";
+  private connection: RedisConnection | undefined;
+
+  constructor(options: RedisWriteAheadSinkOptions<T>) {
+    if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
+    const operationsOf = options.operations;
+    const committer: CheckpointCommitter = {
+      isCommitted: async (_sinkId, subtask, checkpointId) =>
+        (this as RedisWriteAheadSink<T>).isApplied(subtask, checkpointId),
+      // The last chunk's call marks the checkpoint done, in the same script as its operations.
+      commit: async () => {},
+    };
+    super({
+      committer,
+      codec: {
+        encode: (record) => {
+          const produced = operationsOf(record);
+          const list = Array.isArray(produced) ? produced : [produced as RedisOperation];
+          return JSON.stringify(list.map(encodeOperation));
+        },
+        decode: (line) => JSON.parse(line) as LoggedOperations,
+      },
+    });
+    this.connect = ioredisConnect(options.connection);
+    this.keyPrefix = options.keyPrefix;
+    this.configuredName = options.name;
+    this.operationsPerCall = requirePositiveInteger("operationsPerCall", options.operationsPerCall ?? 1000);
+    this.acceptLossy = options.acceptLossyDurability ?? false;
+  }
+
+  private markerOf(subtask: number): string {
+    return `${this.keyPrefix}${MARKER}${this.sinkName}:${subtask}`;
+  }
+
+  private get open_(): RedisConnection {
+    if (!this.connection) throw new SinkNotOpenError("redis connection");
+    return this.connection;
+  }
+
+  override async open(context: SinkContext): Promise<void> {
+    this.sinkName = this.configuredName ?? context.sinkId;
+    this.connection = await this.connect(`${this.sinkName}:${context.subtask}`);
+    if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    if (context.restoredCheckpointId === undefined) {
+      // A fresh start numbers checkpoints from 1 again: an earlier run's markers would skip them.
+      const forgotten = await this.forgetMarkers((index) =>
+        ownsSubtaskIndex(context.subtask, context.parallelism, index),
+      );
+      if (forgotten > 0) {
+        context.logger.info(`fresh start: forgot the markers of ${forgotten} subtask(s) of an earlier run`, {
+          sink: this.sinkName,
+          subtask: context.subtask,
+        });
+      }
+    }
+    await super.open(context);
+  }
+
+  private async forgetMarkers(owns: (subtask: number) => boolean): Promise<number> {
+    const prefix = `${this.keyPrefix}${MARKER}${this.sinkName}:`;
+    const found = await this.open_.scanKeys(`${prefix}*`);
+    const owned = found.filter((key) => {
+      const index = key.slice(prefix.length);
+      return /^\d+$/.test(index) && owns(Number(index));
+    });
+    if (owned.length > 0) await this.open_.deleteKeys(owned);
+    return owned.length;
+  }
+
+  private async isApplied(subtask: number, checkpointId: number): Promise<boolean> {
+    const [checkpoint, done] = await this.open_.hashFields(this.markerOf(subtask), ["checkpoint", "done"]);
+    const applied = Number(checkpoint ?? 0);
+    return applied > checkpointId || (applied === checkpointId && done === "1");
+  }
+
+  protected async sendValues(): Promise<void> {
+    throw new Error("RedisWriteAheadSink applies a checkpoint in sendAndCommit");
+  }
+
+  /** The checkpoint's operations in calls of `operationsPerCall`, each guarded by the marker. */
+  protected override async sendAndCommit(
+    records: readonly LoggedOperations[],
+    checkpointId: number,
+    subtask: number,
+  ): Promise<void> {
+    const marker = this.markerOf(subtask);
+    const operations = records.flat();
+    const calls: ScriptCall[] = [];
+    for (
+      let first = 0;
+      first < operations.length || (first === 0 && calls.length === 0);
+      first += this.operationsPerCall
+    ) {
+      const chunk = operations.slice(first, first + this.operationsPerCall);
+      const keys = [marker];
+      const keyIndex = new Map<string, number>();
+      const args: (string | number)[] = [
+        checkpointId,
+        first,
+        first + this.operationsPerCall >= operations.length ? 1 : 0,
+        chunk.length,
+      ];
+      for (const [command, key, ...rest] of chunk) {
+        const full = this.keyPrefix + key;
+        let index = keyIndex.get(full);
+        if (index === undefined) {
+          keys.push(full);
+          index = keys.length;
+          keyIndex.set(full, index);
+        }
+        args.push(command, index, rest.length, ...rest);
+      }
+      calls.push({ keys, args });
+      if (operations.length === 0) break;
+    }
+    // One pipeline: a call applies only right after the one before it (the script refuses a gap).
+    await this.open_.runScript("applyChunk", calls);
+  }
+
+  override async close(): Promise<void> {
+    try {
+      await super.close();
+    } finally {
+      await this.connection?.close();
+      this.connection = undefined;
+    }
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * How a record becomes the value of its key: a string, a JSON document (stored as a string),
+ * or fields of a hash (HSET: the record's fields are set, other fields of the hash stay).
+ */
+import { ConfigurationError } from "@exactly/core";
+
+export type ValueShape<T> =
+  | { readonly shape: "string"; readonly of: (record: T) => string | number }
+  | { readonly shape: "json"; readonly of?: (record: T) => unknown }
+  | { readonly shape: "hash"; readonly fields: (record: T) => Readonly<Record<string, string | number | boolean>> };
+
+/** A shape checked once: the script's shape argument, and the value arguments of a record. */
+export interface CompiledShape<T> {
+  readonly script: "string" | "hash";
+  /** The value arguments of one write: [value], or [field, value, field, value …]. Throws for a record it cannot encode. */
+  readonly encode: (record: T) => (string | number)[];
+}
+
+export function compileShape<T>(value: ValueShape<T>, setting = "value"): CompiledShape<T> {
+  switch (value?.shape) {
+    case "string": {
+      const of = value.of;
+      return {
+        script: "string",
+        encode: (record) => {
+          const v = of(record);
+          if (typeof v !== "string" && typeof v !== "number")
+            throw new Error(`value ${String(v)} is not a string or number`);
+          return [v];
+        },
+      };
+    }
+    case "json": {
+      const of = value.of ?? ((record: T) => record);
+      return {
+        script: "string",
+        encode: (record) => {
+          const json = JSON.stringify(of(record));
+          if (json === undefined) throw new Error("the value has no JSON form");
+          return [json];
+        },
+      };
+    }
+    case "hash": {
+      const fields = value.fields;
+      return {
+        script: "hash",
+        encode: (record) => {
+          const args: (string | number)[] = [];
+          for (const [field, v] of Object.entries(fields(record))) {
+            if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
+              throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, number or boolean`);
+            args.push(field, typeof v === "boolean" ? String(v) : v);
+          }
+          if (args.length === 0) throw new Error("a hash needs at least one field");
+          return args;
+        },
+      };
+    }
+    default:
+      throw new ConfigurationError(`${setting}.shape`, 'must be "string", "json" or "hash"');
+  }
+}
