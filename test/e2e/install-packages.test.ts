@@ -34,6 +34,45 @@ async function typeCheck(dir: string, file: string): Promise<void> {
   );
 }
 
+/**
+ * Installs core and one connector from their tarballs into a fresh npm project, checks that
+ * the connector brings its client (`brings`) and not another connector's (`without`), then
+ * type-checks and runs `job` (TypeScript that builds a `sink`) and returns what it prints of it.
+ */
+async function runAlone(
+  packs: string,
+  connector: string,
+  { brings, without, job }: { brings: string; without: string; job: string },
+): Promise<unknown> {
+  const app = await mkdtemp(join(tmpdir(), `exactly-${connector}-app-`));
+  await writeFile(
+    join(app, "package.json"),
+    JSON.stringify({ name: `${connector}-app`, private: true, type: "module" }),
+  );
+  await exec(
+    "npm",
+    [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      join(packs, "exactly-core-0.1.0.tgz"),
+      join(packs, `exactly-${connector}-0.1.0.tgz`),
+    ],
+    { cwd: app },
+  );
+  expect(existsSync(join(app, "node_modules", brings))).toBe(true);
+  expect(existsSync(join(app, "node_modules", without))).toBe(false);
+  await writeFile(
+    join(app, "job.ts"),
+    `${job}
+console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
+`,
+  );
+  await typeCheck(app, "job.ts");
+  const run = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], { cwd: app });
+  return JSON.parse(run.stdout);
+}
+
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
   it("core, the connectors and cli pack with built JS, declarations and exports, and run in a fresh npm project", async () => {
@@ -168,24 +207,11 @@ console.log(JSON.stringify(result));
     });
 
     // Core and the Postgres connector alone, in a project of their own: they bring pg, nothing else of ours.
-    const pgApp = await mkdtemp(join(tmpdir(), "exactly-pg-app-"));
-    await writeFile(join(pgApp, "package.json"), JSON.stringify({ name: "pg-app", private: true, type: "module" }));
-    await exec(
-      "npm",
-      [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        join(packs, "exactly-core-0.1.0.tgz"),
-        join(packs, "exactly-postgres-0.1.0.tgz"),
-      ],
-      { cwd: pgApp },
-    );
-    expect(existsSync(join(pgApp, "node_modules/pg"))).toBe(true);
-    expect(existsSync(join(pgApp, "node_modules/kafkajs"))).toBe(false);
-    await writeFile(
-      join(pgApp, "job.ts"),
-      `import { DeliveryGuarantee } from "@exactly/core";
+    expect(
+      await runAlone(packs, "postgres", {
+        brings: "pg",
+        without: "kafkajs",
+        job: `import { DeliveryGuarantee } from "@exactly/core";
 import { postgresSink } from "@exactly/postgres";
 const create = postgresSink<{ id: number; name: string }>({
   connection: "postgres://localhost/none",
@@ -193,55 +219,29 @@ const create = postgresSink<{ id: number; name: string }>({
   exactlyOnce: "write-ahead",
   table: { table: "people", columns: [{ name: "id", type: "bigint" }, { name: "name", type: "text" }], write: { upsertOn: ["id"] } },
 });
-const sink = create();
-console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
-`,
-    );
-    await typeCheck(pgApp, "job.ts");
-    const pgJob = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], { cwd: pgApp });
-    expect(JSON.parse(pgJob.stdout)).toEqual({
+const sink = create();`,
+      }),
+    ).toEqual({
       guarantee: "EXACTLY_ONCE",
       capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
       kind: "PostgresWriteAheadSink",
     });
 
     // Core and the Redis connector alone: they bring ioredis, nothing else of ours.
-    const redisApp = await mkdtemp(join(tmpdir(), "exactly-redis-app-"));
-    await writeFile(
-      join(redisApp, "package.json"),
-      JSON.stringify({ name: "redis-app", private: true, type: "module" }),
-    );
-    await exec(
-      "npm",
-      [
-        "install",
-        "--no-audit",
-        "--no-fund",
-        join(packs, "exactly-core-0.1.0.tgz"),
-        join(packs, "exactly-redis-0.1.0.tgz"),
-      ],
-      { cwd: redisApp },
-    );
-    expect(existsSync(join(redisApp, "node_modules/ioredis"))).toBe(true);
-    expect(existsSync(join(redisApp, "node_modules/pg"))).toBe(false);
-    await writeFile(
-      join(redisApp, "job.ts"),
-      `import { RedisUpsertSink } from "@exactly/redis";
+    expect(
+      await runAlone(packs, "redis", {
+        brings: "ioredis",
+        without: "pg",
+        job: `import { RedisUpsertSink } from "@exactly/redis";
 const sink = new RedisUpsertSink<{ id: number; name: string }>({
   connection: "redis://localhost:1",
   keyPrefix: "people:",
   key: (p) => String(p.id),
   version: (p) => p.id,
   value: { shape: "hash", fields: (p) => ({ name: p.name }) },
-});
-console.log(JSON.stringify({ guarantee: sink.guarantee, capabilities: sink.capabilities, kind: sink.constructor.name }));
-`,
-    );
-    await typeCheck(redisApp, "job.ts");
-    const redisJob = await exec(process.execPath, ["--disable-warning=ExperimentalWarning", "job.ts"], {
-      cwd: redisApp,
-    });
-    expect(JSON.parse(redisJob.stdout)).toEqual({
+});`,
+      }),
+    ).toEqual({
       guarantee: "EXACTLY_ONCE",
       capabilities: { rescale: true, upserts: true },
       kind: "RedisUpsertSink",

@@ -15,6 +15,7 @@ import { RowBuffer } from "./row-buffer.ts";
 import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { checkTable } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
+import { WriteOuts } from "./write-outs.ts";
 
 export type PostgresAtLeastOnceSinkOptions<T> = Omit<
   PostgresSinkOptions<T>,
@@ -37,7 +38,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   private readonly deadLetters: DeadLetterTable | undefined;
   private setAside: SetAside | undefined;
   private session: PostgresConnection | undefined;
-  private inFlight: Promise<void> | undefined;
+  private readonly writeOuts = new WriteOuts();
 
   constructor(options: PostgresAtLeastOnceSinkOptions<T>) {
     this.options = options;
@@ -64,21 +65,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
 
   writeBatch(batch: Batch<T>): void | Promise<void> {
     this.rows.add(batch);
-    if (this.rows.size >= this.flushRows) return this.startWriteOut();
-  }
-
-  /** As the two-phase sink: one write-out in flight while the next rows are encoded. */
-  private async startWriteOut(): Promise<void> {
-    await this.settle();
-    const sending = this.writeOut();
-    sending.catch(() => {});
-    this.inFlight = sending;
-  }
-
-  private async settle(): Promise<void> {
-    const sending = this.inFlight;
-    this.inFlight = undefined;
-    await sending;
+    if (this.rows.size >= this.flushRows) return this.writeOuts.start(() => this.writeOut());
   }
 
   /** One statement per write-out (a COPY, or upserts of a few thousand rows each), committed at once. */
@@ -98,7 +85,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   }
 
   async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
-    await this.settle();
+    await this.writeOuts.settle();
     if (this.rows.size > 0) await this.writeOut();
     return {};
   }
@@ -110,7 +97,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
 
   async close(): Promise<void> {
-    await this.settle().catch(() => {});
+    await this.writeOuts.settle().catch(() => {});
     await this.session?.close();
     this.session = undefined;
   }

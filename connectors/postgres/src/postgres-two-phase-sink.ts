@@ -21,6 +21,7 @@ import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkNameUnusedElsewhere, checkPreparedTransactions, checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
+import { WriteOuts } from "./write-outs.ts";
 
 export interface PostgresTwoPhaseSinkOptions<T> extends PostgresSinkOptions<T> {
   /**
@@ -79,7 +80,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   /** Whether the open transaction has sent BEGIN (it does at its first write-out). */
   private begun = false;
   /** The write-out on its way to the server: the next rows are encoded meanwhile. */
-  private inFlight: Promise<void> | undefined;
+  private readonly writeOuts = new WriteOuts();
   /** Checkpoints this subtask prepared and has not committed yet. */
   private readonly prepared = new Set<number>();
 
@@ -146,27 +147,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
 
   protected write(_txn: PostgresTransaction, batch: Batch<T>): void | Promise<void> {
     this.rows.add(batch);
-    if (this.rows.size >= this.flushRows) return this.startWriteOut();
-  }
-
-  /**
-   * Once the write-out before it is done, starts writing what is buffered and returns: the
-   * server takes in one write-out while the next rows are encoded. At most one is in flight,
-   * so at most twice `flushRows` rows are held.
-   */
-  private async startWriteOut(): Promise<void> {
-    await this.settle();
-    const sending = this.writeOut();
-    // Its failure is thrown by the next settle (the next write-out, the barrier, or abort).
-    sending.catch(() => {});
-    this.inFlight = sending;
-  }
-
-  /** Waits for the write-out in flight, if any, and throws its failure. */
-  private async settle(): Promise<void> {
-    const sending = this.inFlight;
-    this.inFlight = undefined;
-    await sending;
+    if (this.rows.size >= this.flushRows) return this.writeOuts.start(() => this.writeOut());
   }
 
   /** Writes what is buffered into the open transaction; a refused row fails with its position. */
@@ -193,7 +174,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   }
 
   protected async preCommit(txn: PostgresTransaction, { checkpointId }: CommitContext): Promise<void> {
-    await this.settle();
+    await this.writeOuts.settle();
     await this.writeOut();
     const session = this.openSession;
     const gid = gidOf(this.sinkName, txn.subtask, checkpointId);
@@ -232,7 +213,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
       return;
     }
     // The open transaction: rolled back with its session if that is gone.
-    await this.settle().catch(() => {});
+    await this.writeOuts.settle().catch(() => {});
     this.rows.take();
     if (this.begun && this.session && !this.session.broken) await this.session.query("ROLLBACK");
     this.begun = false;

@@ -46,3 +46,11 @@ export async function readJson<T>(client: Redis, key: string): Promise<{ value: 
   if (value === null || value === undefined) return undefined;
   return { value: JSON.parse(value) as T, version: Number(version) };
 }
+
+/** What a promise rejected with, or undefined if it resolved. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}

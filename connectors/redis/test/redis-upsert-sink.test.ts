@@ -15,12 +15,13 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { redisUrl } from "../../../test/services/endpoints.ts";
 import { startScratchRedis } from "../../../test/services/redis/scratch-server.ts";
 import { sinkContext } from "../../../test/support/sink-context.ts";
 import { RedisUpsertSink, type RedisUpsertSinkOptions, versionKeyOf } from "../src/index.ts";
-import { deleteUnder, freshPrefix, readJson, withRedis } from "./helpers.ts";
+import { readJson, rejection, withRedis } from "./helpers.ts";
+import { prefixesDeletedAfterAll } from "./prefixes.ts";
 
 interface Row {
   id: number;
@@ -28,16 +29,7 @@ interface Row {
   payload: string;
 }
 
-const prefixes: string[] = [];
-function prefixFor(label: string): string {
-  const prefix = freshPrefix(label);
-  prefixes.push(prefix);
-  return prefix;
-}
-
-afterAll(async () => {
-  for (const prefix of prefixes) await deleteUnder(redisUrl(), prefix);
-});
+const prefixFor = prefixesDeletedAfterAll();
 
 function options(keyPrefix: string, overrides: Partial<RedisUpsertSinkOptions<Row>> = {}): RedisUpsertSinkOptions<Row> {
   return {
@@ -52,13 +44,6 @@ function options(keyPrefix: string, overrides: Partial<RedisUpsertSinkOptions<Ro
 
 const at = (offset: number): RecordPosition => ({ source: "test", split: "0", offset });
 const batch = (rows: Row[]) => ({ values: rows, positions: rows.map((r) => at(r.id)), timestamps: undefined });
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-}
 
 const KEYS = 50;
 const row = (i: number): Row => ({ id: i, key: `k${i % KEYS}`, payload: `p${i}` });

@@ -15,34 +15,19 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { redisUrl } from "../../../test/services/endpoints.ts";
 import { sinkContext } from "../../../test/support/sink-context.ts";
 import { type RedisOperation, RedisWriteAheadSink } from "../src/index.ts";
-import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
+import { rejection, withRedis } from "./helpers.ts";
+import { prefixesDeletedAfterAll } from "./prefixes.ts";
 
 interface Row {
   id: number;
   key: string;
 }
 
-const prefixes: string[] = [];
-function prefixFor(label: string): string {
-  const prefix = freshPrefix(label);
-  prefixes.push(prefix);
-  return prefix;
-}
-
-afterAll(async () => {
-  for (const prefix of prefixes) await deleteUnder(redisUrl(), prefix);
-});
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-}
+const prefixFor = prefixesDeletedAfterAll();
 
 async function storageContext(name: string): Promise<SinkContext> {
   return {
