@@ -29,6 +29,7 @@ export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./op
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
 export type { JobClient, JobEvents, JobResult, RestartStrategy } from "./runtime/job-runner.ts";
 export type { Key } from "./runtime/key-groups.ts";

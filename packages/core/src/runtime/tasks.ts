@@ -4,6 +4,7 @@ import type { Batch, StreamElement } from "../records.ts";
 import type { Sink, SinkContext } from "../sinks/sink.ts";
 import type { SourceReader } from "../sources/source.ts";
 import type { InputGate } from "./channel.ts";
+import { IoTurns } from "./io-turns.ts";
 import type { WatermarkStrategy } from "./job-graph.ts";
 import type { TaskOutput } from "./output.ts";
 import { SplitWatermarks } from "./split-watermarks.ts";
@@ -46,6 +47,8 @@ export class SourceTask implements TaskBase {
   private finalCheckpointDone = false;
   private cancelled = false;
   private wake: (() => void) | undefined;
+  /** A source that always has records would otherwise keep I/O and timers out (see IoTurns). */
+  private readonly turns = new IoTurns();
   recordsOut = 0;
 
   constructor(init: {
@@ -137,6 +140,7 @@ export class SourceTask implements TaskBase {
       // Also after an empty poll: a split may just have turned idle.
       const watermark = this.watermarks?.advance();
       if (watermark !== undefined) await this.output.broadcast({ kind: "watermark", timestamp: watermark });
+      if (this.turns.due) await this.turns.take();
     }
   }
 
