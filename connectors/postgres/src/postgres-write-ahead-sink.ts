@@ -1,6 +1,7 @@
 import {
   type CheckpointCommitter,
   GenericWriteAheadSink,
+  IoTurns,
   ownsSubtaskIndex,
   type RecordPosition,
   type SinkCapabilities,
@@ -16,7 +17,8 @@ import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
-import { type LoggedRow, logDeadLetter, logRow, readLogged } from "./write-ahead-log.ts";
+import { logDeadLetter, logRow, readLogged } from "./write-ahead-log.ts";
+import { WriteOuts } from "./write-outs.ts";
 
 export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
 
@@ -29,7 +31,7 @@ export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
  * replayed after a crash finds the progress row and is skipped. Needs no server setting: the
  * choice for managed Postgres, where `max_prepared_transactions` is 0.
  */
-export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRow> {
+export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> {
   override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, atomicCommits: true };
   private readonly connect: PostgresConnect;
   private readonly configuredName: string | undefined;
@@ -37,6 +39,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
   private readonly bookkeeping: Bookkeeping;
   private readonly nameLockWaitMs: number;
   private readonly deadLetters: DeadLetterTable | undefined;
+  private readonly flushRows: number;
   private sinkName = "";
   private subtask = 0;
   private session: PostgresConnection | undefined;
@@ -55,16 +58,17 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
       committer,
       codec: {
         encode: (record, position: RecordPosition) => {
-          let cells: (string | null)[];
+          let line: string;
           try {
-            cells = mapping.encode(record);
+            line = mapping.encodeLine(record);
           } catch (error) {
             if (!deadLetters) throw error;
             return logDeadLetter(encodingDeadLetter(position, record, error));
           }
-          return logRow(cells, position);
+          return logRow(line, position);
         },
-        decode: readLogged,
+        // Read back as it is, and taken apart while the rows before it are on their way.
+        decode: (line) => line,
       },
       commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY,
     });
@@ -74,6 +78,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     this.bookkeeping = new Bookkeeping(resolved.bookkeepingSchema);
     this.nameLockWaitMs = resolved.nameLockWaitMs;
     this.deadLetters = deadLetters;
+    this.flushRows = resolved.flushRows;
   }
 
   get name(): string {
@@ -128,21 +133,37 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
     await this.bookkeeping.advanceProgress(await this.connection(), this.sinkName, subtask, checkpointId);
   }
 
-  /** Writes a checkpoint's rows into the session's open transaction (see {@link sendAndCommit}). */
-  protected async sendValues(records: readonly LoggedRow[]): Promise<void> {
+  /**
+   * Writes a checkpoint's logged rows into the session's open transaction (see
+   * {@link sendAndCommit}), `flushRows` at a time, one write-out on its way while the next
+   * rows are taken out of their log lines. Upserts keep their order: a key's later row is in
+   * a later write-out, or replaces the earlier one in the same.
+   */
+  protected async sendValues(lines: readonly string[]): Promise<void> {
     const session = await this.connection();
-    const buffer = new RowBuffer(this.mapping, this.deadLetters !== undefined);
-    for (const logged of records) {
-      if ("line" in logged) buffer.addLine(logged.line, logged.position);
-      else buffer.addDeadLetter(logged.deadLetter);
-    }
     const setAside: SetAside | undefined = this.deadLetters && {
       table: this.deadLetters,
       sink: this.sinkName,
       subtask: this.subtask,
       logger: this.context.logger,
     };
-    await writeRowsOrExplain(session, this.mapping, buffer.take(), setAside);
+    const buffer = new RowBuffer(this.mapping, this.deadLetters !== undefined);
+    const writeOuts = new WriteOuts();
+    const writeOut = () => {
+      const rows = buffer.take();
+      return writeOuts.start(() => writeRowsOrExplain(session, this.mapping, rows, setAside));
+    };
+    // Taking lines apart keeps the CPU busy: the write-out on its way needs turns of its own.
+    const turns = new IoTurns();
+    for (const text of lines) {
+      const logged = readLogged(text);
+      if ("line" in logged) buffer.addLine(logged.line, logged.position);
+      else buffer.addDeadLetter(logged.deadLetter);
+      if (buffer.size >= this.flushRows) await writeOut();
+      else if (turns.due) await turns.take();
+    }
+    await writeOut();
+    await writeOuts.settle();
   }
 
   /**
@@ -151,7 +172,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedRo
    * whose outcome only the server knows) is skipped.
    */
   protected override async sendAndCommit(
-    records: readonly LoggedRow[],
+    records: readonly string[],
     checkpointId: number,
     subtask: number,
   ): Promise<void> {

@@ -5,7 +5,7 @@
  * row twice in one statement).
  */
 import { type Batch, type RecordPosition, RecordWriteError } from "@exactly/core";
-import { copyLine, parseCopyLine } from "./column-types.ts";
+import { parseCopyLine } from "./column-types.ts";
 import { type DeadLetter, encodingDeadLetter } from "./dead-letters.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
@@ -42,26 +42,24 @@ export class RowBuffer<T> {
   /** Encodes a batch; a record that cannot be encoded fails with a RecordWriteError naming its position. */
   add(batch: Batch<T>): void {
     const { values, positions } = batch;
+    const upserts = this.mapping.upserts;
     for (let i = 0; i < values.length; i++) {
-      let cells: (string | null)[];
       try {
-        cells = this.mapping.encode(values[i] as T);
+        // Appends go straight to their COPY line; upserts need the key's cells.
+        if (upserts) this.addCells(this.mapping.encode(values[i] as T), positions[i]);
+        else {
+          this.lines.push(this.mapping.encodeLine(values[i] as T));
+          this.positions.push(positions[i]);
+        }
       } catch (error) {
         if (!this.settingAside) throw new RecordWriteError(positions[i], error);
         this.setAside.push(encodingDeadLetter(positions[i], values[i], error));
-        continue;
       }
-      this.addCells(cells, positions[i]);
     }
   }
 
-  /** Adds a row already encoded (a write-ahead log's rows). */
-  addCells(cells: (string | null)[], position: RecordPosition | undefined): void {
-    if (!this.mapping.upserts) {
-      this.lines.push(copyLine(cells));
-      this.positions.push(position);
-      return;
-    }
+  /** Adds an upserted row's cells: one row per key, the last one wins. */
+  private addCells(cells: (string | null)[], position: RecordPosition | undefined): void {
     const key = this.mapping.keyOf(cells);
     const at = this.keys.get(key);
     const row = at ?? this.positions.length;

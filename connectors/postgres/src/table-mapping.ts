@@ -3,7 +3,7 @@
  * are appended (COPY; a duplicate would show) or upserted on a key (INSERT … ON CONFLICT).
  */
 import { ConfigurationError } from "@exactly/core";
-import { COLUMN_TYPES, type ColumnType, encodeValue, isColumnType } from "./column-types.ts";
+import { COLUMN_TYPES, type ColumnType, copyFieldEncoder, encodeValue, isColumnType } from "./column-types.ts";
 import { RowRejectedError } from "./errors.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";
 
@@ -38,6 +38,8 @@ export class CompiledMapping<T> {
     readonly type: ColumnType;
     readonly get: (r: T) => unknown;
   }>;
+  /** Per column, the record's COPY field: its value, encoded and escaped. */
+  private readonly copyFields: ReadonlyArray<(record: T) => string>;
   /** Indexes into `columns` of the upsert key; undefined for append. */
   readonly keyColumns: readonly number[] | undefined;
   /** `COPY "s"."t" ("a", …) FROM STDIN`, for append. */
@@ -65,6 +67,10 @@ export class CompiledMapping<T> {
       }
       const name = c.name;
       return { name, type: c.type, get: c.value ?? ((r: T) => (r as Record<string, unknown>)[name]) };
+    });
+    this.copyFields = this.columns.map(({ name, type, get }) => {
+      const field = copyFieldEncoder(type);
+      return (record: T) => field(get(record), name);
     });
     this.qualifiedTable = qualifiedName(this.schema, this.table);
     const list = this.columns.map((c) => quoteIdentifier(c.name)).join(", ");
@@ -117,6 +123,27 @@ export class CompiledMapping<T> {
         );
     }
     return cells;
+  }
+
+  /**
+   * A record's row as one line of COPY's text format, as `copyLine(encode(record))` but with no
+   * array of cells between: the append path and the write-ahead log encode every record so.
+   */
+  encodeLine(record: T): string {
+    const fields = this.copyFields;
+    let line = "";
+    for (let i = 0; i < fields.length; i++) {
+      const field = (fields[i] as (r: T) => string)(record);
+      // As encode(): NULL never conflicts, so a row with a NULL key would be no upsert.
+      if (field === "\\N" && this.keyColumns?.includes(i))
+        throw new RowRejectedError(
+          (this.columns[i] as (typeof this.columns)[number]).name,
+          "23502",
+          "an upsert key cannot be NULL",
+        );
+      line = i === 0 ? field : `${line}\t${field}`;
+    }
+    return line;
   }
 
   /** The upsert key of encoded cells, as one string: the key cells joined by NUL, which no text form holds. */

@@ -9,16 +9,17 @@
  * goes to COPY as it is; an upserted row's fields are split out again.
  */
 import type { RecordPosition } from "@exactly/core";
-import { copyField, copyLine, parseCopyLine } from "./column-types.ts";
+import { copyField, parseCopyLine } from "./column-types.ts";
 import type { DeadLetter } from "./dead-letters.ts";
 
 export type LoggedRow =
   | { readonly line: string; readonly position: RecordPosition }
   | { readonly deadLetter: DeadLetter };
 
-export function logRow(cells: readonly (string | null)[], position: RecordPosition): string {
+/** The log line of a row, given as its COPY line (`CompiledMapping.encodeLine`). */
+export function logRow(line: string, position: RecordPosition): string {
   const offset = typeof position.offset === "number" ? `n${position.offset}` : `s${position.offset}`;
-  return `R${copyLine(cells)}\t${copyField(position.source)}\t${copyField(position.split)}\t${copyField(offset)}`;
+  return `R${line}\t${copyField(position.source)}\t${copyField(position.split)}\t${copyField(offset)}`;
 }
 
 export function logDeadLetter(letter: DeadLetter): string {

@@ -1,3 +1,5 @@
+import { setImmediate as nextMacrotask } from "node:timers/promises";
+
 /**
  * One write-out on its way to the server while the next rows are encoded. `start` waits for
  * the write-out before it, starts the next and returns; `settle` waits for the one in flight.
@@ -13,6 +15,10 @@ export class WriteOuts {
     // Thrown by the next start or settle; meanwhile not an unhandled rejection.
     sending.catch(() => {});
     this.inFlight = sending;
+    // The caller goes back to encoding rows, as microtasks that keep I/O out; one turn of the
+    // event loop first lets the server's go-ahead in (COPY waits for it before any row is
+    // sent), so the server works on these rows meanwhile instead of when the next one waits.
+    await nextMacrotask();
   }
 
   async settle(): Promise<void> {

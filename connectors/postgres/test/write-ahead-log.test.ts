@@ -11,7 +11,7 @@ describe("write-ahead log lines", () => {
       { source: "kafka", split: "orders-3", offset: 1234567 },
       { source: "so\turce", split: "sp\\lit\t", offset: "0000-12\t" },
     ]) {
-      const read = readLogged(logRow(cells, position));
+      const read = readLogged(logRow(copyLine(cells), position));
       expect(read).toEqual({ line: copyLine(cells), position });
       expect("line" in read && parseCopyLine(read.line)).toEqual(cells);
     }
