@@ -10,6 +10,7 @@ import { kafka } from "./kafka/module.ts";
 import { type ServiceName, serviceNamed } from "./modules.ts";
 import { postgres } from "./postgres/module.ts";
 import { redis } from "./redis/module.ts";
+import { redisCluster } from "./redis-cluster/module.ts";
 import { s3 } from "./s3/module.ts";
 
 function resolved<E>(module: ServiceModule<E>): Resolved<E> {
@@ -35,6 +36,14 @@ export function pgUrl(): string {
 
 export function redisUrl(): string {
   return resolved(redis).endpoint.url;
+}
+
+/** Nodes of a Redis Cluster of three masters, as ioredis' `Cluster` takes them. */
+export function redisClusterNodes(): { host: string; port: number }[] {
+  return resolved(redisCluster).endpoint.nodes.map((node) => {
+    const at = node.lastIndexOf(":");
+    return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+  });
 }
 
 export interface S3Config {

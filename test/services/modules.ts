@@ -5,9 +5,10 @@ import type { ServiceModule } from "./core/service-module.ts";
 import { kafka } from "./kafka/module.ts";
 import { postgres } from "./postgres/module.ts";
 import { redis } from "./redis/module.ts";
+import { redisCluster } from "./redis-cluster/module.ts";
 import { s3 } from "./s3/module.ts";
 
-const modules = [kafka, postgres, redis, s3] as const;
+const modules = [kafka, postgres, redis, redisCluster, s3] as const;
 
 export type ServiceName = (typeof modules)[number]["name"];
 
