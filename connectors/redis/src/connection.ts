@@ -14,12 +14,28 @@ export interface ScriptCall {
 }
 
 export interface RedisConnection {
-  /** Sends every call in one pipeline; resolves to their replies in order, or rejects with the first error. */
+  /** Whether this is a Redis Cluster: then every call's keys must share one slot. */
+  readonly clustered: boolean;
+  /** The Cluster hash slot of a key, as the client routes it; undefined on a single server. */
+  slotOf(key: string): number | undefined;
+  /**
+   * Sends every call pipelined (on a Cluster, one pipeline per master, at once); resolves to
+   * their replies in order, or rejects with the first error. Each call's keys share one slot.
+   */
   runScript(script: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]>;
+  /**
+   * Sends plain commands in one pipeline (the at-least-once sink's writes; each is
+   * `[COMMAND, key, …args]` from `encodeOperation`, never user text); rejects with the first error.
+   */
+  runCommands(commands: readonly (readonly (string | number)[])[]): Promise<void>;
   /** Every key matching `pattern` (SCAN, never KEYS). */
   scanKeys(pattern: string): Promise<string[]>;
   /** `HMGET key field…`. */
   hashFields(key: string, fields: readonly string[]): Promise<(string | null)[]>;
+  /** `HGETALL key`, for tools that read a result back (the demo). */
+  hashAll(key: string): Promise<Record<string, string>>;
+  /** `GET` of each key, pipelined, for tools that read a result back. */
+  strings(keys: readonly string[]): Promise<(string | null)[]>;
   deleteKeys(keys: readonly string[]): Promise<void>;
   /** `CONFIG GET name`: the value, or undefined when the server refuses CONFIG (many managed services do). */
   configGet(name: string): Promise<string | undefined>;

@@ -115,9 +115,11 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       const seen = latest.get(write.key);
       if (!seen || write.version >= seen.version) latest.set(write.key, write);
     }
+    // A call's keys must share a slot on a Cluster (a key and its version key always do):
+    // there, one call per slot; on a single server, any keys together.
+    const connection = this.connection;
     const calls: ScriptCall[] = [];
-    let keys: string[] = [];
-    let args: (string | number)[] = [this.shape.script, this.ttlMs];
+    const open = new Map<number | undefined, { keys: string[]; args: (string | number)[] }>();
     for (const write of latest.values()) {
       let value: (string | number)[];
       try {
@@ -126,16 +128,21 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
         throw new RecordWriteError(write.position, error);
       }
       const key = this.keyPrefix + write.key;
-      keys.push(key, versionKeyOf(key));
-      args.push(write.version, value.length, ...value);
-      if (keys.length / 2 >= this.writesPerCall) {
-        calls.push({ keys, args });
-        keys = [];
-        args = [this.shape.script, this.ttlMs];
+      const slot = connection.slotOf(key);
+      let call = open.get(slot);
+      if (!call) {
+        call = { keys: [], args: [this.shape.script, this.ttlMs] };
+        open.set(slot, call);
+      }
+      call.keys.push(key, versionKeyOf(key));
+      call.args.push(write.version, value.length, ...value);
+      if (call.keys.length / 2 >= this.writesPerCall) {
+        calls.push(call);
+        open.delete(slot);
       }
     }
-    if (keys.length > 0) calls.push({ keys, args });
-    await this.connection.runScript("guardedUpsert", calls);
+    calls.push(...open.values());
+    await connection.runScript("guardedUpsert", calls);
   }
 
   override async close(): Promise<void> {

@@ -11,6 +11,7 @@ import {
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { hashTag } from "./key-names.ts";
 import { type EncodedOperation, encodeOperation, type RedisOperation } from "./operations.ts";
 
 export interface RedisWriteAheadSinkOptions<T> {
@@ -93,6 +94,16 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   override async open(context: SinkContext): Promise<void> {
     this.sinkName = this.configuredName ?? context.sinkId;
     this.connection = await this.connect(`${this.sinkName}:${context.subtask}`);
+    if (this.connection.clustered && hashTag(this.keyPrefix) === undefined) {
+      // Each call applies operations and advances the marker in one script: on a Cluster all
+      // those keys must be in one slot, which only a hash tag in the prefix guarantees.
+      await this.connection.close();
+      this.connection = undefined;
+      throw new ConfigurationError(
+        "keyPrefix",
+        `"${this.keyPrefix}" has no hash tag, so on a Redis Cluster the keys of one call would cross slots; give it one, e.g. "{${this.keyPrefix.replace(/[:{}]+$/, "")}}:"`,
+      );
+    }
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's markers would skip them.

@@ -5,12 +5,23 @@
  * itself, which loads it again.
  */
 import { TransientError } from "@exactly/core";
-import { Redis, type RedisOptions } from "ioredis";
+import calculateSlot from "cluster-key-slot";
+import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import type { RedisConnect, RedisConnection, ScriptCall } from "../connection.ts";
 import { SCRIPTS, type ScriptName } from "../lua/scripts.ts";
 
-/** A `redis://` URL, or ioredis options. Credentials are never logged. */
-export type RedisConnectionOptions = string | RedisOptions;
+/** A Redis Cluster: some of its nodes (the client learns the others), and ioredis' cluster options. */
+export interface RedisClusterConnection {
+  readonly clusterNodes: readonly ClusterNode[];
+  readonly clusterOptions?: ClusterOptions;
+}
+
+/** A `redis://` URL, ioredis options, or a Cluster. Credentials are never logged. */
+export type RedisConnectionOptions = string | RedisOptions | RedisClusterConnection;
+
+function isCluster(options: RedisConnectionOptions): options is RedisClusterConnection {
+  return typeof options === "object" && "clusterNodes" in options;
+}
 
 /** Connection-level failures: the command may or may not have reached the server. */
 const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"]);
@@ -25,7 +36,9 @@ function translate(error: unknown): unknown {
     message.startsWith("BUSY") ||
     message.startsWith("TRYAGAIN") ||
     message.startsWith("CLUSTERDOWN") ||
-    message.includes("Connection is closed")
+    message.includes("Connection is closed") ||
+    message.includes("Failed to refresh slots cache") ||
+    message.includes("None of startup nodes is available")
   ) {
     return new TransientError(`redis: ${message}`, { cause: error });
   }
@@ -34,18 +47,88 @@ function translate(error: unknown): unknown {
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 
-class IoredisConnection implements RedisConnection {
-  private readonly client: Redis;
+type Pipeline = ReturnType<Redis["pipeline"]>;
 
-  constructor(client: Redis) {
+class IoredisConnection implements RedisConnection {
+  private readonly client: Redis | Cluster;
+  readonly clustered: boolean;
+
+  constructor(client: Redis | Cluster) {
     this.client = client;
+    this.clustered = client instanceof Cluster;
+  }
+
+  slotOf(key: string): number | undefined {
+    return this.clustered ? calculateSlot(key) : undefined;
   }
 
   async runScript(script: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]> {
-    if (calls.length === 0) return [];
-    const pipeline = this.client.pipeline();
-    const command = (pipeline as unknown as Record<ScriptName, ScriptCommand>)[script];
-    for (const call of calls) command.call(pipeline, call.keys.length, ...call.keys, ...call.args);
+    return this.pipelined(
+      calls,
+      (call) => call.keys[0] ?? "",
+      (pipeline, call) => {
+        const command = (pipeline as unknown as Record<ScriptName, ScriptCommand>)[script];
+        command.call(pipeline, call.keys.length, ...call.keys, ...call.args);
+      },
+    );
+  }
+
+  async runCommands(commands: readonly (readonly (string | number)[])[]): Promise<void> {
+    await this.pipelined(
+      commands,
+      (command) => String(command[1] ?? ""),
+      (pipeline, [name, ...args]) => pipeline.call(String(name), ...args),
+    );
+  }
+
+  /**
+   * Sends `items` as pipelines and returns their replies in order, or rejects with the first
+   * error. One pipeline on a single server; on a Cluster, one per master, sent at once:
+   * ioredis refuses a pipeline whose keys are served by different nodes (redis/ioredis#1602).
+   * Each item's keys must share one slot; `keyOf` gives one of them. Items for one master
+   * keep their order; across masters there is none to keep.
+   */
+  private async pipelined<I>(
+    items: readonly I[],
+    keyOf: (item: I) => string,
+    add: (pipeline: Pipeline, item: I) => void,
+  ): Promise<unknown[]> {
+    if (items.length === 0) return [];
+    if (!(this.client instanceof Cluster)) {
+      const pipeline = this.client.pipeline();
+      for (const item of items) add(pipeline, item);
+      return this.execute(pipeline);
+    }
+    const cluster = this.client;
+    const groups = new Map<string, number[]>();
+    items.forEach((item, i) => {
+      const slot = calculateSlot(keyOf(item));
+      // The master serving the slot, as ioredis' slot table has it (a MOVED reply updates it).
+      const group = cluster.slots[slot]?.[0] ?? `slot ${slot}`;
+      let members = groups.get(group);
+      if (!members) {
+        members = [];
+        groups.set(group, members);
+      }
+      members.push(i);
+    });
+    const replies = new Array<unknown>(items.length);
+    const sent = [...groups.values()].map(async (members) => {
+      const pipeline = cluster.pipeline();
+      for (const i of members) add(pipeline, items[i] as I);
+      const results = await this.execute(pipeline);
+      members.forEach((i, at) => {
+        replies[i] = results[at];
+      });
+    });
+    const outcomes = await Promise.allSettled(sent);
+    const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
+    if (failed) throw failed.reason;
+    return replies;
+  }
+
+  /** Runs a pipeline: every reply in order, or the first error (translated). */
+  private async execute(pipeline: Pipeline): Promise<unknown[]> {
     let results: [Error | null, unknown][] | null;
     try {
       results = await pipeline.exec();
@@ -59,15 +142,38 @@ class IoredisConnection implements RedisConnection {
     });
   }
 
+  /** The servers a command about every key goes to: each master of a Cluster, or the one server. */
+  private servers(): Redis[] {
+    return this.client instanceof Cluster ? this.client.nodes("master") : [this.client];
+  }
+
+  async hashAll(key: string): Promise<Record<string, string>> {
+    try {
+      return await this.client.hgetall(key);
+    } catch (error) {
+      throw translate(error);
+    }
+  }
+
+  async strings(keys: readonly string[]): Promise<(string | null)[]> {
+    return (await this.pipelined(
+      keys,
+      (key) => key,
+      (pipeline, key) => pipeline.get(key),
+    )) as (string | null)[];
+  }
+
   async scanKeys(pattern: string): Promise<string[]> {
     const found: string[] = [];
     try {
-      let cursor = "0";
-      do {
-        const [next, keys] = await this.client.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-        found.push(...keys);
-        cursor = next;
-      } while (cursor !== "0");
+      for (const server of this.servers()) {
+        let cursor = "0";
+        do {
+          const [next, keys] = await server.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+          found.push(...keys);
+          cursor = next;
+        } while (cursor !== "0");
+      }
     } catch (error) {
       throw translate(error);
     }
@@ -83,22 +189,27 @@ class IoredisConnection implements RedisConnection {
   }
 
   async deleteKeys(keys: readonly string[]): Promise<void> {
-    try {
-      for (let i = 0; i < keys.length; i += 500) await this.client.del(...keys.slice(i, i + 500));
-    } catch (error) {
-      throw translate(error);
+    // One key per DEL: on a Cluster a DEL of keys in several slots is refused (CROSSSLOT).
+    for (let i = 0; i < keys.length; i += 1000) {
+      await this.runCommands(keys.slice(i, i + 1000).map((key) => ["DEL", key]));
     }
   }
 
   async configGet(name: string): Promise<string | undefined> {
-    try {
-      const reply = (await this.client.config("GET", name)) as string[];
-      return reply.length >= 2 ? String(reply[1]) : undefined;
-    } catch (error) {
-      const translated = translate(error);
-      if (translated instanceof TransientError) throw translated;
-      return undefined;
+    // On a Cluster, every master's: one that could lose writes is enough to lose them.
+    const values = new Set<string | undefined>();
+    for (const server of this.servers()) {
+      try {
+        const reply = (await server.config("GET", name)) as string[];
+        values.add(reply.length >= 2 ? String(reply[1]) : undefined);
+      } catch (error) {
+        const translated = translate(error);
+        if (translated instanceof TransientError) throw translated;
+        values.add(undefined);
+      }
     }
+    if (values.has(undefined)) return undefined;
+    return values.size === 1 ? [...values][0] : `different on the masters: ${[...values].join(", ")}`;
   }
 
   async close(): Promise<void> {
@@ -106,18 +217,30 @@ class IoredisConnection implements RedisConnection {
   }
 }
 
-/** Opens connections to one server; each is named `exactly:<purpose>`. */
+/** One connection on the connector's port, for tools (the demo, cleanup); close it when done. */
+export function connectRedis(options: RedisConnectionOptions, purpose = "tool"): Promise<RedisConnection> {
+  return ioredisConnect(options)(purpose);
+}
+
+/** Opens connections to one server, or to a Cluster; each is named `exactly:<purpose>`. */
 export function ioredisConnect(options: RedisConnectionOptions): RedisConnect {
   return async (purpose) => {
-    const base: RedisOptions = typeof options === "string" ? {} : options;
-    const settings: RedisOptions = {
-      ...base,
-      connectionName: `exactly:${purpose}`.replace(/\s/g, "_"),
-      lazyConnect: true,
-      // A command is retried on a new connection by the sink's own recovery, not queued forever.
-      maxRetriesPerRequest: 3,
-    };
-    const client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
+    const connectionName = `exactly:${purpose}`.replace(/\s/g, "_");
+    // A command is retried on a new connection by the sink's own recovery, not queued forever.
+    const maxRetriesPerRequest = 3;
+    let client: Redis | Cluster;
+    if (isCluster(options)) {
+      const given = options.clusterOptions ?? {};
+      client = new Cluster([...options.clusterNodes], {
+        ...given,
+        lazyConnect: true,
+        redisOptions: { ...given.redisOptions, connectionName, maxRetriesPerRequest },
+      });
+    } else {
+      const base: RedisOptions = typeof options === "string" ? {} : options;
+      const settings: RedisOptions = { ...base, connectionName, lazyConnect: true, maxRetriesPerRequest };
+      client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
+    }
     for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
     // Errors reach the caller through its commands; an unhandled 'error' event would end the process.
     client.on("error", () => {});

@@ -12,14 +12,20 @@ import type {
 } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
 import { RedisUpsertSink, RedisWriteAheadSink } from "../../src/index.ts";
-import { deleteUnder, keysUnder, readJson, withRedis } from "../helpers.ts";
+import { deleteUnder, keysUnder, type RedisTarget, readJson, withRedis } from "../helpers.ts";
 
 interface RedisConformanceOptions {
-  readonly url: string;
+  /** A single server's URL, or a Cluster. */
+  readonly target: RedisTarget;
   readonly kind: "upsert" | "write-ahead";
 }
 
-const prefixOf = (scope: ScenarioScope) => `c:${scope.id}:`;
+/**
+ * The upsert sink's keys spread over the slots of a Cluster; the write-ahead sink's carry the
+ * scenario's hash tag, as its calls need one slot (on a single server the tag changes nothing).
+ */
+const prefixOf = (scope: ScenarioScope, kind: RedisConformanceOptions["kind"]) =>
+  kind === "upsert" ? `c:${scope.id}:` : `{c:${scope.id}}:`;
 
 /** The write-ahead sink pushes each record's id onto one list: a duplicate would show. */
 const idsKey = "ids";
@@ -27,16 +33,16 @@ const idsKey = "ids";
 export function createSink(context: SinkFactoryContext<RedisConformanceOptions>) {
   if (context.options.kind === "write-ahead") {
     return new RedisWriteAheadSink<ConformanceRecord>({
-      connection: context.options.url,
-      keyPrefix: prefixOf(context.scope),
+      connection: context.options.target,
+      keyPrefix: prefixOf(context.scope, "write-ahead"),
       operations: (r) => ({ op: "rPush", key: idsKey, values: [r.id] }),
       // Small calls, so kills land between several calls of one checkpoint.
       operationsPerCall: 100,
     });
   }
   return new RedisUpsertSink<ConformanceRecord>({
-    connection: context.options.url,
-    keyPrefix: prefixOf(context.scope),
+    connection: context.options.target,
+    keyPrefix: prefixOf(context.scope, "upsert"),
     key: (r) => r.key,
     version: (r) => r.version,
     value: { shape: "json" },
@@ -46,9 +52,9 @@ export function createSink(context: SinkFactoryContext<RedisConformanceOptions>)
   });
 }
 
-async function readUpserts(url: string, scope: ScenarioScope): Promise<HeldUpsert[]> {
-  const prefix = prefixOf(scope);
-  return withRedis(url, async (client) => {
+async function readUpserts(target: RedisTarget, scope: ScenarioScope): Promise<HeldUpsert[]> {
+  const prefix = prefixOf(scope, "upsert");
+  return withRedis(target, async (client) => {
     const held: HeldUpsert[] = [];
     for (const key of await keysUnder(client, prefix)) {
       if (!key.startsWith(prefix) || key.endsWith(":exactly-version")) continue;
@@ -59,29 +65,34 @@ async function readUpserts(url: string, scope: ScenarioScope): Promise<HeldUpser
   });
 }
 
-export function redisUpsertDefinition(url: string): ConformanceDefinition<RedisConformanceOptions> {
+/** Names the definitions by where they run. */
+const where = (target: RedisTarget) => (typeof target === "string" ? "" : " on a Cluster");
+
+export function redisUpsertDefinition(target: RedisTarget): ConformanceDefinition<RedisConformanceOptions> {
   return {
-    name: "redis upsert sink",
+    name: `redis upsert sink${where(target)}`,
     sinkModule: new URL(import.meta.url),
-    sinkOptions: { url, kind: "upsert" },
+    sinkOptions: { target, kind: "upsert" },
     guarantee: DeliveryGuarantee.EXACTLY_ONCE,
     lifecycle: "idempotent",
     capabilities: { rescale: true, upserts: true },
-    teardown: (scope) => deleteUnder(url, prefixOf(scope)),
-    readUpserts: (scope) => readUpserts(url, scope),
+    teardown: (scope) => deleteUnder(target, prefixOf(scope, "upsert")),
+    readUpserts: (scope) => readUpserts(target, scope),
   };
 }
 
-export function redisWriteAheadDefinition(url: string): ConformanceDefinition<RedisConformanceOptions> {
+export function redisWriteAheadDefinition(target: RedisTarget): ConformanceDefinition<RedisConformanceOptions> {
   return {
-    name: "redis write-ahead sink",
+    name: `redis write-ahead sink${where(target)}`,
     sinkModule: new URL(import.meta.url),
-    sinkOptions: { url, kind: "write-ahead" },
+    sinkOptions: { target, kind: "write-ahead" },
     guarantee: DeliveryGuarantee.EXACTLY_ONCE,
     lifecycle: "write-ahead",
     capabilities: { rescale: true, abortsLingering: true },
-    teardown: (scope) => deleteUnder(url, prefixOf(scope)),
+    teardown: (scope) => deleteUnder(target, prefixOf(scope, "write-ahead")),
     readCommitted: (scope) =>
-      withRedis(url, async (client) => (await client.lrange(`${prefixOf(scope)}${idsKey}`, 0, -1)).map(Number)),
+      withRedis(target, async (client) =>
+        (await client.lrange(`${prefixOf(scope, "write-ahead")}${idsKey}`, 0, -1)).map(Number),
+      ),
   };
 }

@@ -1,0 +1,114 @@
+import {
+  type Batch,
+  ConfigurationError,
+  DeliveryGuarantee,
+  RecordWriteError,
+  requirePositiveInteger,
+  type Sink,
+  type SinkCapabilities,
+  type SinkContext,
+  SinkNotOpenError,
+} from "@exactly/core";
+import type { RedisConnect, RedisConnection } from "./connection.ts";
+import { checkDurability } from "./durability.ts";
+import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { encodeOperation, type RedisOperation } from "./operations.ts";
+
+export interface RedisAtLeastOnceSinkOptions<T> {
+  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
+  readonly connection: RedisConnectionOptions;
+  /** Every key starts with it (non-empty). */
+  readonly keyPrefix: string;
+  /** The writes of one record, as for the write-ahead sink. */
+  readonly operations: (record: T) => RedisOperation | readonly RedisOperation[];
+  /** Operations buffered before they are sent as one pipeline; every barrier sends too. Default 1000. */
+  readonly operationsPerFlush?: number;
+  /** As the other sinks: start on a server that can lose acknowledged writes. Default false. */
+  readonly acceptLossyDurability?: boolean;
+}
+
+/**
+ * The at-least-once Redis sink: each record's operations go out as plain pipelined commands
+ * as records arrive, and the barrier waits until the server has acknowledged all of them.
+ * Nothing is logged and nothing guards a replay, so after a crash the operations since the
+ * last checkpoint are applied again: counters count twice, lists grow twice. What it saves
+ * is the write-ahead log and the Lua calls; use the write-ahead sink for exact results.
+ */
+export class RedisAtLeastOnceSink<T> implements Sink<T> {
+  readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
+  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  private readonly connect: RedisConnect;
+  private readonly keyPrefix: string;
+  private readonly operationsOf: (record: T) => RedisOperation | readonly RedisOperation[];
+  private readonly operationsPerFlush: number;
+  private readonly acceptLossy: boolean;
+  private connection: RedisConnection | undefined;
+  private buffered: (string | number)[][] = [];
+  /** The pipeline on its way, if any; a failure is thrown by the next flush or barrier. */
+  private inFlight: Promise<void> | undefined;
+
+  constructor(options: RedisAtLeastOnceSinkOptions<T>) {
+    if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
+    this.connect = ioredisConnect(options.connection);
+    this.keyPrefix = options.keyPrefix;
+    this.operationsOf = options.operations;
+    this.operationsPerFlush = requirePositiveInteger("operationsPerFlush", options.operationsPerFlush ?? 1000);
+    this.acceptLossy = options.acceptLossyDurability ?? false;
+  }
+
+  async open(context: SinkContext): Promise<void> {
+    this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
+    if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+  }
+
+  writeBatch(batch: Batch<T>): void | Promise<void> {
+    const { values, positions } = batch;
+    for (let i = 0; i < values.length; i++) {
+      try {
+        const produced = this.operationsOf(values[i] as T);
+        for (const operation of Array.isArray(produced) ? produced : [produced as RedisOperation]) {
+          const [command, key, ...args] = encodeOperation(operation);
+          this.buffered.push([command, this.keyPrefix + key, ...args]);
+        }
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+    }
+    if (this.buffered.length >= this.operationsPerFlush) return this.flush();
+  }
+
+  /** Waits for the pipeline before, then sends what is buffered and returns while it is on its way. */
+  private async flush(): Promise<void> {
+    await this.settle();
+    if (this.buffered.length === 0) return;
+    if (!this.connection) throw new SinkNotOpenError("redis connection");
+    const sending = this.connection.runCommands(this.buffered);
+    this.buffered = [];
+    sending.catch(() => {});
+    this.inFlight = sending;
+  }
+
+  private async settle(): Promise<void> {
+    const sending = this.inFlight;
+    this.inFlight = undefined;
+    await sending;
+  }
+
+  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
+    await this.flush();
+    await this.settle();
+    return {};
+  }
+
+  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
+    // Everything was acknowledged at the barrier.
+  }
+
+  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
+
+  async close(): Promise<void> {
+    await this.settle().catch(() => {});
+    await this.connection?.close();
+    this.connection = undefined;
+  }
+}
