@@ -21,18 +21,36 @@ export function buildProgram(): Command {
     .option("--parallelism <p>", "parallelism of every stage", integer, 2)
     .option("--guarantee <g>", "exactly-once or at-least-once", "exactly-once")
     .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
-    .option("--sink <sink>", "where the demo job writes: file (rolling files in --out) or postgres", "file")
+    .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres or redis", "file")
     .option("--pg-url <url>", "Postgres connection string for --sink postgres (default: $EXACTLY_PG_URL)")
     .option("--table <name>", "table --sink postgres creates fresh and appends to (default exactly_demo)")
     .option("--pg-sink <kind>", "how --sink postgres keeps exactly-once: two-phase or write-ahead (default two-phase)")
+    .option("--redis-url <url>", "Redis URL for --sink redis (default: $EXACTLY_REDIS_URL)")
+    .option("--key-prefix <prefix>", "prefix of every key --sink redis writes; cleared at start (default exactly-demo)")
     .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
     .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
     .option("--json", "print the summary as JSON on the last line", false)
     .action(async (opts, command: Command) => {
       const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
       if (opts.kafka) {
-        const flags: Record<string, string> = { pgUrl: "pg-url", pgSink: "pg-sink" };
-        const fileOnly = ["out", "parallelism", "guarantee", "rate", "sink", "pgUrl", "table", "pgSink"]
+        const flags: Record<string, string> = {
+          pgUrl: "pg-url",
+          pgSink: "pg-sink",
+          redisUrl: "redis-url",
+          keyPrefix: "key-prefix",
+        };
+        const fileOnly = [
+          "out",
+          "parallelism",
+          "guarantee",
+          "rate",
+          "sink",
+          "pgUrl",
+          "table",
+          "pgSink",
+          "redisUrl",
+          "keyPrefix",
+        ]
           .filter((name) => command.getOptionValueSource(name) === "cli")
           .map((name) => flags[name] ?? name);
         if (fileOnly.length > 0) {

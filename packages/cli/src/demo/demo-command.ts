@@ -9,6 +9,7 @@ import { type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
 import { type PostgresDemoSink, prepareDemoTable, verifyDemoTable } from "./postgres-target.ts";
+import { clearDemoPrefix, type RedisDemoTarget, verifyDemoRedis } from "./redis-target.ts";
 import { type OutputCheck, verifyOutput } from "./verify-output.ts";
 
 export interface DemoOptions {
@@ -22,12 +23,15 @@ export interface DemoOptions {
   readonly rate?: number;
   readonly json: boolean;
   readonly progress: boolean;
-  /** Where the demo writes: "file" (default; rolling files in `out`) or "postgres". */
+  /** Where the demo writes: "file" (default; rolling files in `out`), "postgres" or "redis". */
   readonly sink?: string;
   /** For --sink postgres: the server (default $EXACTLY_PG_URL), the table, and how exactly-once is kept. */
   readonly pgUrl?: string;
   readonly table?: string;
   readonly pgSink?: string;
+  /** For --sink redis: the server (default $EXACTLY_REDIS_URL) and the prefix of every key written. */
+  readonly redisUrl?: string;
+  readonly keyPrefix?: string;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -44,28 +48,40 @@ export interface DemoSummary extends OutputCheck {
   readonly peakRssMb: number;
   readonly ratePerSecond: number | null;
   readonly out: string;
-  readonly sink: "file" | "postgres";
+  readonly sink: "file" | "postgres" | "redis";
   /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
   readonly table?: string;
   readonly pgSink?: string;
   readonly preparedLeft?: number;
+  /** For --sink redis: the key prefix, and keys whose count is off. */
+  readonly keyPrefix?: string;
+  readonly keysWithWrongCount?: number;
   readonly ok: boolean;
 }
 
-/** The Postgres target of `--sink postgres`, from the options; undefined for files. */
-function postgresTarget(options: DemoOptions): PostgresDemoSink | undefined {
+const SINKS = ["file", "postgres", "redis"] as const;
+type DemoSinkKind = (typeof SINKS)[number];
+
+/** Flags that belong to one --sink only. */
+const SINK_FLAGS: ReadonlyArray<readonly [DemoSinkKind, string, keyof DemoOptions]> = [
+  ["postgres", "--pg-url", "pgUrl"],
+  ["postgres", "--table", "table"],
+  ["postgres", "--pg-sink", "pgSink"],
+  ["redis", "--redis-url", "redisUrl"],
+  ["redis", "--key-prefix", "keyPrefix"],
+];
+
+function sinkOf(options: DemoOptions): DemoSinkKind {
   const sink = options.sink ?? "file";
-  if (sink === "file") {
-    for (const [flag, value] of [
-      ["--pg-url", options.pgUrl],
-      ["--table", options.table],
-      ["--pg-sink", options.pgSink],
-    ] as const) {
-      if (value !== undefined) throw new Error(`${flag} only applies to --sink postgres`);
-    }
-    return undefined;
+  if (!(SINKS as readonly string[]).includes(sink)) throw new Error(`--sink must be ${SINKS.join(", ")}; got ${sink}`);
+  for (const [owner, flag, name] of SINK_FLAGS) {
+    if (owner !== sink && options[name] !== undefined) throw new Error(`${flag} only applies to --sink ${owner}`);
   }
-  if (sink !== "postgres") throw new Error(`--sink must be file or postgres, got ${sink}`);
+  return sink as DemoSinkKind;
+}
+
+/** The Postgres target of `--sink postgres`, from the options. */
+function postgresTarget(options: DemoOptions): PostgresDemoSink {
   const url = options.pgUrl ?? process.env.EXACTLY_PG_URL;
   if (!url) throw new Error("--pg-url: give the Postgres connection string (or set EXACTLY_PG_URL)");
   const exactlyOnce = options.pgSink ?? "two-phase";
@@ -73,6 +89,20 @@ function postgresTarget(options: DemoOptions): PostgresDemoSink | undefined {
     throw new Error(`--pg-sink must be two-phase or write-ahead, got ${exactlyOnce}`);
   }
   return { url, table: options.table ?? "exactly_demo", exactlyOnce };
+}
+
+/** The Redis target of `--sink redis`, from the options. */
+function redisTarget(options: DemoOptions): RedisDemoTarget {
+  const url = options.redisUrl ?? process.env.EXACTLY_REDIS_URL;
+  if (!url) throw new Error("--redis-url: give the Redis URL (or set EXACTLY_REDIS_URL)");
+  const keyPrefix = options.keyPrefix ?? "exactly-demo";
+  // The demo deletes every key under the prefix: an empty one would be the whole server.
+  if (!/^[\w.:{}-]+$/.test(keyPrefix)) {
+    throw new Error(
+      `--key-prefix must be letters, digits and . _ - : { } only (the demo deletes <prefix>:*), got ${JSON.stringify(keyPrefix)}`,
+    );
+  }
+  return { url, keyPrefix };
 }
 
 const CHECKPOINT_INTERVAL_MS = 500;
@@ -114,18 +144,23 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   ] as const) {
     if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${value}`);
   }
-  const postgres = postgresTarget(options);
-  // With --sink postgres, the output directory holds only the checkpoints.
+  const sink = sinkOf(options);
+  const postgres = sink === "postgres" ? postgresTarget(options) : undefined;
+  const redis = sink === "redis" ? redisTarget(options) : undefined;
+  // With --sink postgres or redis, the output directory holds only the checkpoints.
   const out = await prepareOutput(options.out);
   if (postgres) await prepareDemoTable(postgres);
+  if (redis) await clearDemoPrefix(redis);
+  const keys = 1024;
   const config: DemoJobConfig = {
     ...(postgres ? { postgres } : {}),
+    ...(redis ? { redis } : {}),
     records: options.records,
     out,
     parallelism: options.parallelism,
     guarantee,
     checkpointIntervalMs: CHECKPOINT_INTERVAL_MS,
-    keys: 1024,
+    keys,
     ratePerSecond: options.rate === undefined ? defaultRate(options.records, options.kills) : options.rate || undefined,
   };
   const plan = planKills(options.kills, options.records, options.seed);
@@ -207,11 +242,16 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   bar?.update(options.records, { checkpoints: checkpointsBefore, killed, recoveries });
   bar?.stop();
 
-  const check = postgres ? await verifyDemoTable(postgres, options.records) : await verifyOutput(out, options.records);
+  const check = postgres
+    ? await verifyDemoTable(postgres, options.records)
+    : redis
+      ? await verifyDemoRedis(redis, options.records, keys)
+      : await verifyOutput(out, options.records);
   const preparedLeft = "preparedLeft" in check ? (check.preparedLeft as number) : 0;
   return {
     ...check,
-    sink: postgres ? "postgres" : "file",
+    sink,
+    ...(redis ? { keyPrefix: redis.keyPrefix } : {}),
     ...(postgres ? { table: postgres.table, preparedLeft } : {}),
     // Only an exactly-once demo has a choice of sink class.
     ...(postgres && guarantee === DeliveryGuarantee.EXACTLY_ONCE ? { pgSink: postgres.exactlyOnce } : {}),
@@ -251,13 +291,25 @@ export function formatSummary(s: DemoSummary): string {
     ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],
+    ...(s.sink === "redis"
+      ? ([
+          [
+            "output",
+            `${s.keyPrefix}:counts (${s.guarantee === "exactly-once" ? "write-ahead" : "at-least-once"} sink), ${s.keyPrefix}:latest:<key> (upsert sink)`,
+          ],
+          ["keys miscounted", String(s.keysWithWrongCount)],
+          ["checkpoints in", s.out],
+        ] as Array<[string, string]>)
+      : []),
     ...(s.sink === "postgres"
       ? ([
           ["output", `table ${s.table} (${s.pgSink ? `${s.pgSink} sink` : "at-least-once sink"})`],
           ["prepared left", String(s.preparedLeft)],
           ["checkpoints in", s.out],
         ] as Array<[string, string]>)
-      : ([["output", s.out]] as Array<[string, string]>)),
+      : s.sink === "file"
+        ? ([["output", s.out]] as Array<[string, string]>)
+        : []),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   const verdict = s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE";

@@ -10,6 +10,7 @@ import {
 } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
 import { DEMO_SINK_NAME, loadPostgresConnector, type PostgresDemoSink } from "./postgres-target.ts";
+import { type RedisDemoTarget, redisDemoSinks } from "./redis-target.ts";
 
 /** What one demo record looks like in the committed output. */
 export interface DemoRecord {
@@ -30,52 +31,62 @@ export interface DemoJobConfig {
   readonly ratePerSecond: number | undefined;
   /** Write to this Postgres table instead of files in `out` (which then holds only checkpoints). */
   readonly postgres?: PostgresDemoSink;
+  /** Write counts and latest values to this Redis instead (see redis-target.ts). */
+  readonly redis?: RedisDemoTarget;
 }
 
-/** The demo's sink: rolling files in `out`, or appends to a Postgres table (connector loaded on demand). */
-export async function demoSink(config: DemoJobConfig): Promise<SinkFactory<DemoRecord>> {
+/**
+ * The demo's sinks, by their names in the job: rolling files in `out`, appends to a Postgres
+ * table, or two Redis sinks (connectors loaded on demand).
+ */
+export async function demoSinks(config: DemoJobConfig): Promise<Record<string, SinkFactory<DemoRecord>>> {
+  if (config.redis) return redisDemoSinks(config.redis, config.guarantee);
   const target = config.postgres;
   if (!target) {
-    return () =>
-      localFileSink<DemoRecord>({
-        directory: config.out,
-        partSuffix: ".jsonl",
-        guarantee: config.guarantee,
-        encoder: (r) => `{"id":${r.id},"key":${r.key},"seq":${r.seq}}`,
-      });
+    return {
+      "demo-files": () =>
+        localFileSink<DemoRecord>({
+          directory: config.out,
+          partSuffix: ".jsonl",
+          guarantee: config.guarantee,
+          encoder: (r) => `{"id":${r.id},"key":${r.key},"seq":${r.seq}}`,
+        }),
+    };
   }
   const { postgresSink } = await loadPostgresConnector();
-  return postgresSink<DemoRecord>({
-    connection: target.url,
-    guarantee: config.guarantee,
-    exactlyOnce: target.exactlyOnce,
-    name: DEMO_SINK_NAME,
-    table: {
-      table: target.table,
-      columns: [
-        { name: "id", type: "bigint" },
-        { name: "key", type: "integer" },
-        { name: "seq", type: "integer" },
-      ],
-      write: "append",
-    },
-    // At least once, rows go out in small committed write-outs, as a plain JDBC sink's batches
-    // do: a kill then replays rows already committed, and the demo shows the duplicates.
-    ...(config.guarantee === DeliveryGuarantee.AT_LEAST_ONCE ? { flushRows: 1000 } : {}),
-  });
+  return {
+    "demo-postgres": postgresSink<DemoRecord>({
+      connection: target.url,
+      guarantee: config.guarantee,
+      exactlyOnce: target.exactlyOnce,
+      name: DEMO_SINK_NAME,
+      table: {
+        table: target.table,
+        columns: [
+          { name: "id", type: "bigint" },
+          { name: "key", type: "integer" },
+          { name: "seq", type: "integer" },
+        ],
+        write: "append",
+      },
+      // At least once, rows go out in small committed write-outs, as a plain JDBC sink's batches
+      // do: a kill then replays rows already committed, and the demo shows the duplicates.
+      ...(config.guarantee === DeliveryGuarantee.AT_LEAST_ONCE ? { flushRows: 1000 } : {}),
+    }),
+  };
 }
 
 export const CHECKPOINT_DIR = ".checkpoints";
 
 /**
  * The demo job: generated records with unique ids → keyed stage numbering each key's
- * records from checkpointed state → the sink (rolling local files, or a Postgres table).
+ * records from checkpointed state → the sinks (rolling local files, a Postgres table, or Redis).
  * Checkpoints go to a hidden folder inside the output directory, so the output's visible
  * files are exactly what was committed.
  */
 export function startDemoJob(
   config: DemoJobConfig,
-  sink: SinkFactory<DemoRecord>,
+  sinks: Record<string, SinkFactory<DemoRecord>>,
   onGenerated: (index: number) => void,
   events: JobEvents,
   logger: Logger,
@@ -87,7 +98,7 @@ export function startDemoJob(
     restart: { maxRestarts: 3 },
     logger,
   });
-  job
+  const numbered = job
     .fromSource(
       new GeneratorSource({
         name: "demo-generator",
@@ -107,8 +118,8 @@ export function startDemoJob(
         ctx.state.update(seq);
         ctx.emit({ id: record.id, key: record.key, seq });
       },
-    })
-    .sinkTo(sink, { name: config.postgres ? "demo-postgres" : "demo-files" });
+    });
+  for (const [name, sink] of Object.entries(sinks)) numbered.sinkTo(sink, { name });
   return job.start(events);
 }
 

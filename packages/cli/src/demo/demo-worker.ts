@@ -3,7 +3,7 @@
  * parent over IPC: progress, checkpoints, restarts, and the end.
  */
 import { consoleLogger, silentLogger } from "@exactly/core";
-import { type DemoJobConfig, demoSink, startDemoJob } from "./demo-job.ts";
+import { type DemoJobConfig, demoSinks, startDemoJob } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as DemoJobConfig;
@@ -13,7 +13,7 @@ let generated = 0;
 let checkpoints = 0;
 const client = startDemoJob(
   config,
-  await demoSink(config),
+  await demoSinks(config),
   (index) => {
     if (index >= generated) generated = index + 1;
   },
