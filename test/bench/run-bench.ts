@@ -3,7 +3,8 @@
  * its own child process (so CPU and peak RSS are its own), printed side by side with
  * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
  *
- *   pnpm bench [--records N] [--kafka-records N] [--pg-records N[,N…]] [--only file|kafka|postgres] [--rounds R]
+ *   pnpm bench [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N] [--redis-naive-records N]
+ *              [--only file|kafka|postgres|redis] [--rounds R]
  *
  * A list of record counts runs the suite once per count, each with its own table. Below each
  * table, a suite's comparisons give the ratios its issue sets targets for (a sink against the
@@ -27,6 +28,8 @@ const { values } = parseArgs({
     records: { type: "string", default: "1000000" },
     "kafka-records": { type: "string", default: "200000" },
     "pg-records": { type: "string", default: "200000" },
+    "redis-records": { type: "string", default: "1000000" },
+    "redis-naive-records": { type: "string", default: "20000" },
     only: { type: "string" },
     rounds: { type: "string", default: "1" },
   },
@@ -45,6 +48,11 @@ interface Suite {
   readonly sizes: readonly number[];
   /** `[case, baseline]`: printed as the case's records/s over the baseline's. */
   readonly comparisons?: ReadonlyArray<readonly [string, string]>;
+  /**
+   * Cases that run on fewer records than the suite's size, and why: a rate that does not
+   * depend on the count, and that the full count would take an hour to measure.
+   */
+  readonly fewerRecords?: Readonly<Record<string, { readonly records: number; readonly why: string }>>;
   /** Prepares input shared by the cases; returns extra environment for them. */
   readonly prepare?: () => Promise<Record<string, string>>;
   /** Why the suite cannot run here, if it cannot. */
@@ -102,6 +110,34 @@ const suites: Suite[] = [
       ? {}
       : { unavailable: 'EXACTLY_PG_URL is not set (pnpm services up postgres, then eval "$(pnpm -s services env)")' }),
   },
+  {
+    connector: "redis",
+    script: fileURLToPath(new URL("./cases/redis-cases.ts", import.meta.url)),
+    cases: [
+      "upsert sink (SET)",
+      "write-ahead sink (HINCRBY)",
+      "at-least-once sink (HINCRBY)",
+      "raw pipelined SET",
+      "raw pipelined HINCRBY",
+      "naive (one awaited SET per record)",
+    ],
+    sizes: [Number(values["redis-records"])],
+    fewerRecords: {
+      "naive (one awaited SET per record)": {
+        records: Number(values["redis-naive-records"]),
+        why: "each awaited SET waits for its own fsync (appendfsync always), 1–2 ms here: its rate does not depend on the count",
+      },
+    },
+    comparisons: [
+      ["upsert sink (SET)", "raw pipelined SET"],
+      ["write-ahead sink (HINCRBY)", "raw pipelined HINCRBY"],
+      ["upsert sink (SET)", "naive (one awaited SET per record)"],
+      ["write-ahead sink (HINCRBY)", "naive (one awaited SET per record)"],
+    ],
+    ...(process.env.EXACTLY_REDIS_URL
+      ? {}
+      : { unavailable: 'EXACTLY_REDIS_URL is not set (pnpm services up redis, then eval "$(pnpm -s services env)")' }),
+  },
 ];
 
 function runCase(
@@ -156,7 +192,8 @@ async function runSuite(suite: Suite, size: number, env: Record<string, string>)
     for (const name of suite.cases) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
-      results.get(name)?.push(await runCase(suite.script, name, size, dir, env));
+      const records = Math.min(size, suite.fewerRecords?.[name]?.records ?? size);
+      results.get(name)?.push(await runCase(suite.script, name, records, dir, env));
       await rm(dir, { recursive: true, force: true });
     }
   }
@@ -199,6 +236,9 @@ async function runSuite(suite: Suite, size: number, env: Record<string, string>)
     console.log(
       row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  "),
     );
+  }
+  for (const [name, { records, why }] of Object.entries(suite.fewerRecords ?? {})) {
+    if (records < size) console.log(`  ${name}: ${records.toLocaleString("en-US")} records, as ${why}`);
   }
   for (const [name, baseline] of suite.comparisons ?? []) {
     const rate = median((results.get(name) ?? []).map(rateOf));

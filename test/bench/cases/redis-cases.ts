@@ -1,0 +1,138 @@
+/**
+ * The Redis connector's benchmark cases, one per child process:
+ *   node test/bench/cases/redis-cases.ts <case> <records> <dir>
+ * Every case writes the same generated records under a fresh key prefix of its own
+ * (EXACTLY_REDIS_URL), then deletes it: the sinks through a job, raw ioredis pipelines of the
+ * same commands without the runtime, and the naive loop (one awaited command per record).
+ * Upserts SET 100,000 keys, each many times; increments HINCRBY 100 fields of 1,000 hashes.
+ */
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
+import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
+import { Redis } from "ioredis";
+import { benchRecord, report } from "../bench-protocol.ts";
+
+type BenchRecord = ReturnType<typeof benchRecord>;
+
+const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
+const records = Number(recordsArg);
+const url = process.env.EXACTLY_REDIS_URL as string;
+const prefix = `bench:${name.replace(/[^a-z0-9]+/g, "-")}:${randomUUID().slice(0, 8)}:`;
+/** Commands per raw pipeline, as the sinks send per flush. */
+const PIPELINE = 1000;
+
+const upsertKey = (r: BenchRecord) => String(r.id % 100_000);
+const counter = (r: BenchRecord) => ({ hash: `counts:${r.id % 1000}`, field: `f${Math.floor(r.id / 1000) % 100}` });
+
+async function withClient<T>(use: (client: Redis) => Promise<T>): Promise<T> {
+  const client = new Redis(url, { lazyConnect: true });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** Deletes what the case wrote: its prefix, and the version keys (`{<key>}:exactly-version`). */
+async function cleanUp(): Promise<void> {
+  await withClient(async (client) => {
+    for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 5000);
+        if (keys.length > 0) await client.unlink(...keys);
+        cursor = next;
+      } while (cursor !== "0");
+    }
+  });
+}
+
+async function framework(sink: SinkFactory<BenchRecord>): Promise<void> {
+  const checkpointMs: number[] = [];
+  const commitMs: number[] = [];
+  let startedAt = 0;
+  let startupMs = 0;
+  const job = new StreamJob({
+    name: `bench-${name}`,
+    checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
+    logger: silentLogger,
+  });
+  job.fromSource(new GeneratorSource({ count: records, generate: benchRecord })).sinkTo(sink, { name: "redis-out" });
+  await job.execute({
+    onRunning: () => {
+      startedAt = performance.now();
+      startupMs = performance.now();
+    },
+    onComplete: (_, info) => checkpointMs.push(info.durationMs),
+    onCommitted: (_, info) => commitMs.push(info.durationMs),
+  });
+  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
+  await cleanUp();
+}
+
+/** Raw pipelines of PIPELINE commands, one after another, without the runtime. */
+async function raw(add: (pipeline: ReturnType<Redis["pipeline"]>, r: BenchRecord) => void): Promise<void> {
+  await withClient(async (client) => {
+    const started = performance.now();
+    for (let start = 0; start < records; start += PIPELINE) {
+      const pipeline = client.pipeline();
+      for (let id = start; id < Math.min(records, start + PIPELINE); id++) add(pipeline, benchRecord(id));
+      await pipeline.exec();
+    }
+    report({ records, seconds: (performance.now() - started) / 1000, checkpointMs: [] });
+  });
+  await cleanUp();
+}
+
+/** What a user writes first: one awaited SET per record. */
+async function naive(): Promise<void> {
+  await withClient(async (client) => {
+    const started = performance.now();
+    for (let id = 0; id < records; id++) {
+      const r = benchRecord(id);
+      await client.set(prefix + upsertKey(r), r.payload);
+    }
+    report({ records, seconds: (performance.now() - started) / 1000, checkpointMs: [] });
+  });
+  await cleanUp();
+}
+
+const increment = (r: BenchRecord) => {
+  const { hash, field } = counter(r);
+  return { op: "hIncrBy" as const, key: hash, field, by: 1 };
+};
+
+const cases: Record<string, () => Promise<void>> = {
+  "upsert sink (SET)": () =>
+    framework(
+      () =>
+        new RedisUpsertSink<BenchRecord>({
+          connection: url,
+          keyPrefix: prefix,
+          key: upsertKey,
+          version: (r) => r.id,
+          value: { shape: "string", of: (r) => r.payload },
+        }),
+    ),
+  "write-ahead sink (HINCRBY)": () =>
+    framework(
+      () => new RedisWriteAheadSink<BenchRecord>({ connection: url, keyPrefix: prefix, operations: increment }),
+    ),
+  "at-least-once sink (HINCRBY)": () =>
+    framework(
+      () => new RedisAtLeastOnceSink<BenchRecord>({ connection: url, keyPrefix: prefix, operations: increment }),
+    ),
+  "raw pipelined SET": () => raw((p, r) => p.set(prefix + upsertKey(r), r.payload)),
+  "raw pipelined HINCRBY": () =>
+    raw((p, r) => {
+      const { hash, field } = counter(r);
+      p.hincrby(prefix + hash, field, 1);
+    }),
+  "naive (one awaited SET per record)": naive,
+};
+const run = cases[name];
+if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);
+await run();
