@@ -38,13 +38,15 @@ export default defineConfig({
             ...configDefaults.exclude,
             "connectors/kafka/test/broker-restart.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
+            "connectors/redis/test/redis-faults.test.ts",
           ],
           ...services,
           sequence: { groupOrder: 1 },
         },
       },
       {
-        // Restart the Postgres server and the Kafka broker, which ends every session on them: runs before the rest.
+        // Restart the Postgres server, the Kafka broker and Redis (and SIGKILL Redis), which ends every
+        // session on them: runs before the rest.
         extends: true,
         test: {
           name: "services-restart",
@@ -52,6 +54,7 @@ export default defineConfig({
             "test/services/postgres/smoke.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/kafka/test/broker-restart.test.ts",
+            "connectors/redis/test/redis-faults.test.ts",
           ],
           ...services,
           sequence: { groupOrder: 0 },

@@ -4,7 +4,7 @@
 
 import { inject } from "vitest";
 import { PROVIDED_KEY, type ProvidedServices, type Resolved } from "./core/resolve.ts";
-import { restartService } from "./core/restart.ts";
+import { crashService, restartService } from "./core/restart.ts";
 import type { ServiceModule, ServiceSource } from "./core/service-module.ts";
 import { kafka } from "./kafka/module.ts";
 import { type ServiceName, serviceNamed } from "./modules.ts";
@@ -36,6 +36,23 @@ export function pgUrl(): string {
 
 export function redisUrl(): string {
   return resolved(redis).endpoint.url;
+}
+
+/**
+ * Restarts the Redis server behind `redisUrl()` (SIGTERM, then start on the same append-only
+ * file) and waits until it answers again. Only a server this project controls; else
+ * EXACTLY_REDIS_RESTART_COMMAND, else it throws. Every connection to it ends: callers run alone.
+ */
+export async function restartRedis(): Promise<void> {
+  await restartService(redis, resolved(redis));
+}
+
+/**
+ * SIGKILLs the Redis server behind `redisUrl()` and starts it again on its append-only file
+ * (fsynced on every write, so nothing acknowledged is lost). Only the local launcher's server.
+ */
+export async function crashRedis(): Promise<void> {
+  await crashService(redis, resolved(redis));
 }
 
 /** Nodes of a Redis Cluster of three masters, as ioredis' `Cluster` takes them. */

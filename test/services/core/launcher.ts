@@ -43,7 +43,33 @@ export function daemonLauncher<E>(spec: DaemonSpec<E>): Launcher<E> {
     runningPid: () => daemonPid(spec),
     up: (progress) => upDaemon(spec, progress),
     down: (progress) => downDaemon(spec, progress),
+    crash: () => crashDaemon(spec),
   };
+}
+
+/**
+ * SIGKILL, as a crash of the server's machine would end it, then start it again on the same
+ * data. The whole process group goes (the server was started as its leader): a child it forked
+ * (Redis rewriting its append-only file) would otherwise live on holding the listening socket,
+ * and the port would look taken by a stranger.
+ */
+export async function crashDaemon<E>(spec: DaemonSpec<E>): Promise<void> {
+  const pid = daemonPid(spec);
+  if (pid === undefined) throw new Error(`the launcher's ${spec.module.name} is not running`);
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    process.kill(pid, "SIGKILL");
+  }
+  await waitFor(
+    `${spec.module.name} (pid ${pid}) gone and its ports closed`,
+    async () => {
+      if (isAlive(pid)) throw new Error(`pid ${pid} still runs`);
+      for (const port of spec.ports) if (await portOpen(spec.host, port)) throw new Error(`port ${port} still open`);
+    },
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  await upDaemon(spec, () => undefined);
 }
 
 /** The module's launcher, taking turns with other processes: one `up` or `down` at a time. */

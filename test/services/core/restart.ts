@@ -16,6 +16,21 @@ import type { Resolved } from "./resolve.ts";
 import type { ServiceModule } from "./service-module.ts";
 import { waitFor } from "./wait.ts";
 
+/**
+ * SIGKILLs the service's server and starts it again on the same data (a crash, not a clean
+ * restart). Only the local launcher's own server: a container or another server is refused.
+ */
+export async function crashService<E>(module: ServiceModule<E>, resolved: Resolved<E>): Promise<void> {
+  const launcher = await module.launcher();
+  if (!launcher.crash || !launcher.owns?.(resolved.endpoint)) {
+    throw new Error(
+      `cannot SIGKILL ${module.name} at ${module.describe(resolved.endpoint)} (from ${resolved.source === "env" ? module.envHint : resolved.source}): ` +
+        "only a server the local launcher started and still runs can be crashed by a test",
+    );
+  }
+  await launcher.crash();
+}
+
 export async function restartService<E>(module: ServiceModule<E>, resolved: Resolved<E>): Promise<void> {
   const spec = module.restart;
   if (!spec) throw new Error(`${module.name} has no restart: no test is expected to restart it`);

@@ -80,4 +80,6 @@ export interface Launcher<E> {
   owns?(endpoint: E): boolean;
   /** Restarts this launcher's server and waits until it is healthy again. */
   restart?(): Promise<void>;
+  /** Kills this launcher's server with SIGKILL (a crash), starts it again and waits until it is healthy. */
+  crash?(): Promise<void>;
 }

@@ -6,9 +6,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { aptInstall } from "../core/apt.ts";
-import { type DaemonSpec, daemonLauncher } from "../core/launcher.ts";
+import { type DaemonSpec, daemonLauncher, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { spawnDaemon, which } from "../core/proc.ts";
+import type { Launcher } from "../core/service-module.ts";
 import { type RedisEndpoint, redis } from "./module.ts";
 
 const HOST = "127.0.0.1";
@@ -53,4 +54,23 @@ const spec: DaemonSpec<RedisEndpoint> = {
   stopSignal: "SIGTERM",
 };
 
-export const redisLauncher = daemonLauncher(spec);
+/** Whether `endpoint` is this launcher's server, running now (so a test may restart or crash it). */
+function owns(endpoint: RedisEndpoint): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(endpoint.url);
+  } catch {
+    return false;
+  }
+  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
+  return loopback && Number(parsed.port || 6379) === PORT && daemonPid(spec) !== undefined;
+}
+
+/** SIGTERM (Redis fsyncs the append-only file and exits), then start again on the same file. */
+async function restart(): Promise<void> {
+  if (daemonPid(spec) === undefined) throw new Error("the launcher's Redis is not running");
+  await downDaemon(spec, () => undefined);
+  await upDaemon(spec, () => undefined);
+}
+
+export const redisLauncher: Launcher<RedisEndpoint> = { ...daemonLauncher(spec), owns, restart };

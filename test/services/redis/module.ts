@@ -22,4 +22,5 @@ export const redis: ServiceModule<RedisEndpoint, "redis"> = {
   startContainer: async () => (await import("./container.ts")).startRedisContainer(),
   launcher: async () => (await import("./launcher.ts")).redisLauncher,
   probe: async (endpoint) => (await import("./probe.ts")).probeRedis(endpoint),
+  restart: { label: "Redis", commandVariable: "EXACTLY_REDIS_RESTART_COMMAND", timeoutMs: 60_000 },
 };
