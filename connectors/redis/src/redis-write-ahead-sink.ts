@@ -3,6 +3,8 @@ import {
   ConfigurationError,
   GenericWriteAheadSink,
   ownsSubtaskIndex,
+  type RecordPosition,
+  RecordWriteError,
   requirePositiveInteger,
   type SinkCapabilities,
   type SinkContext,
@@ -32,8 +34,17 @@ export interface RedisWriteAheadSinkOptions<T> {
   readonly acceptLossyDurability?: boolean;
 }
 
-/** A record as the log holds it: its operations, encoded. */
-type LoggedOperations = EncodedOperation[];
+/**
+ * A record as the log holds it: its source position (so an operation the server refuses at
+ * commit names its record) and its operations, encoded.
+ */
+interface LoggedOperations {
+  readonly position: RecordPosition;
+  readonly operations: EncodedOperation[];
+}
+
+/** The error the apply script gives for a refused operation: `exactly: operation <index> of checkpoint …`. */
+const REFUSED_OPERATION = /exactly: operation (\d+) of checkpoint/;
 
 const MARKER = "exactly-wal:";
 
@@ -67,10 +78,11 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     super({
       committer,
       codec: {
-        encode: (record) => {
+        encode: (record, position) => {
           const produced = operationsOf(record);
           const list = Array.isArray(produced) ? produced : [produced as RedisOperation];
-          return JSON.stringify(list.map(encodeOperation));
+          const logged: LoggedOperations = { position, operations: list.map(encodeOperation) };
+          return JSON.stringify(logged);
         },
         decode: (line) => JSON.parse(line) as LoggedOperations,
       },
@@ -148,7 +160,13 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     subtask: number,
   ): Promise<void> {
     const marker = this.markerOf(subtask);
-    const operations = records.flat();
+    const operations: EncodedOperation[] = [];
+    /** The index of each record's first operation, in checkpoint order, to name a refused one's record. */
+    const firstOperation: number[] = [];
+    for (const record of records) {
+      firstOperation.push(operations.length);
+      for (const operation of record.operations) operations.push(operation);
+    }
     const calls: ScriptCall[] = [];
     for (
       let first = 0;
@@ -178,7 +196,17 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
       if (operations.length === 0) break;
     }
     // One pipeline: a call applies only right after the one before it (the script refuses a gap).
-    await this.open_.runScript("applyChunk", calls);
+    try {
+      await this.open_.runScript("applyChunk", calls);
+    } catch (error) {
+      const refused = REFUSED_OPERATION.exec(error instanceof Error ? error.message : "");
+      if (!refused) throw error;
+      // The last record whose first operation is at or before the refused one.
+      const at = Number(refused[1]);
+      let record = 0;
+      while (record + 1 < firstOperation.length && (firstOperation[record + 1] as number) <= at) record++;
+      throw new RecordWriteError((records[record] as LoggedOperations).position, error);
+    }
   }
 
   override async close(): Promise<void> {

@@ -114,6 +114,10 @@ describe("RedisWriteAheadSink", () => {
       await sink.snapshotState(1);
       const error = await rejection(sink.notifyCheckpointComplete(1));
       expect(String((error as Error)?.cause ?? error)).toContain("WRONGTYPE");
+      // The refused operation's record, by its source position.
+      const cause = (error as Error).cause;
+      expect(cause).toBeInstanceOf(RecordWriteError);
+      expect((cause as RecordWriteError).position).toEqual({ source: "s", split: "0", offset: 15 });
     } finally {
       await sink.close();
     }
