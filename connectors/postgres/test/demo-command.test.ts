@@ -3,24 +3,12 @@
 // transaction left, for both exactly-once sinks; at-least-once with kills shows duplicates.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildProgram } from "../../../packages/cli/src/main.ts";
 import { pgUrl } from "../../../test/services/endpoints.ts";
+import { runExactly } from "../../../test/support/run-cli.ts";
 import { dropTable, tableNameFor, withClient } from "./helpers.ts";
 
-/** Runs `exactly <args>` in this process and returns what it printed to stdout. */
-async function exactly(...args: string[]): Promise<string[]> {
-  const printed: string[] = [];
-  vi.spyOn(console, "log").mockImplementation((line: unknown) => printed.push(String(line)));
-  vi.spyOn(console, "error").mockImplementation(() => {});
-  vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  await buildProgram()
-    .exitOverride()
-    .parseAsync(["node", "exactly", ...args]);
-  return printed;
-}
-
 const demo = (table: string, ...args: string[]) =>
-  exactly(
+  runExactly(
     "demo",
     "--sink",
     "postgres",

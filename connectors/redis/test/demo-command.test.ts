@@ -3,24 +3,12 @@
 // record count; at least once, with kills, the plain pipelined increments count extra.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildProgram } from "../../../packages/cli/src/main.ts";
 import { redisUrl } from "../../../test/services/endpoints.ts";
+import { runExactly } from "../../../test/support/run-cli.ts";
 import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
 
-/** Runs `exactly <args>` in this process and returns what it printed to stdout. */
-async function exactly(...args: string[]): Promise<string[]> {
-  const printed: string[] = [];
-  vi.spyOn(console, "log").mockImplementation((line: unknown) => printed.push(String(line)));
-  vi.spyOn(console, "error").mockImplementation(() => {});
-  vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  await buildProgram()
-    .exitOverride()
-    .parseAsync(["node", "exactly", ...args]);
-  return printed;
-}
-
 const demo = (keyPrefix: string, ...args: string[]) =>
-  exactly(
+  runExactly(
     "demo",
     "--sink",
     "redis",

@@ -10,7 +10,7 @@ import { performance } from "node:perf_hooks";
 import { DeliveryGuarantee, StreamJob, silentLogger } from "@exactly/core";
 import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
 import kafkajs from "kafkajs";
-import { benchRecord, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -29,10 +29,6 @@ async function createOutput(): Promise<void> {
 
 async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Promise<void> {
   await createOutput();
-  const checkpointMs: number[] = [];
-  const commitMs: number[] = [];
-  let startedAt = 0;
-  let startupMs = 0;
   const job = new StreamJob({
     name: `bench-${name}`,
     parallelism: 2,
@@ -50,15 +46,7 @@ async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Prom
     }),
     { name: "kafka-out" },
   );
-  await job.execute({
-    onRunning: () => {
-      startedAt = performance.now();
-      startupMs = performance.now();
-    },
-    onComplete: (_, info) => checkpointMs.push(info.durationMs),
-    onCommitted: (_, info) => commitMs.push(info.durationMs),
-  });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
+  await executeAndReport(job, records);
 }
 
 /** The baseline: the same records written by a bare kafkajs producer, in batches. */

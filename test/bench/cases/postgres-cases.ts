@@ -14,7 +14,7 @@ import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@ex
 import { postgresSink, type TableMapping } from "@exactly/postgres";
 import pg from "pg";
 import copyStreams from "pg-copy-streams";
-import { benchRecord, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
@@ -66,10 +66,6 @@ async function framework(
   upsert: boolean,
 ): Promise<void> {
   await createTable(upsert);
-  const checkpointMs: number[] = [];
-  const commitMs: number[] = [];
-  let startedAt = 0;
-  let startupMs = 0;
   const job = new StreamJob({
     name: `bench-${name}`,
     checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
@@ -85,15 +81,7 @@ async function framework(
     }),
     { name: "pg-out" },
   );
-  await job.execute({
-    onRunning: () => {
-      startedAt = performance.now();
-      startupMs = performance.now();
-    },
-    onComplete: (_, info) => checkpointMs.push(info.durationMs),
-    onCommitted: (_, info) => commitMs.push(info.durationMs),
-  });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
+  await executeAndReport(job, records);
   await dropTable();
 }
 

@@ -12,7 +12,7 @@ import { performance } from "node:perf_hooks";
 import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
 import { Redis } from "ioredis";
-import { benchRecord, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
@@ -51,25 +51,13 @@ async function cleanUp(): Promise<void> {
 }
 
 async function framework(sink: SinkFactory<BenchRecord>): Promise<void> {
-  const checkpointMs: number[] = [];
-  const commitMs: number[] = [];
-  let startedAt = 0;
-  let startupMs = 0;
   const job = new StreamJob({
     name: `bench-${name}`,
     checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
     logger: silentLogger,
   });
   job.fromSource(new GeneratorSource({ count: records, generate: benchRecord })).sinkTo(sink, { name: "redis-out" });
-  await job.execute({
-    onRunning: () => {
-      startedAt = performance.now();
-      startupMs = performance.now();
-    },
-    onComplete: (_, info) => checkpointMs.push(info.durationMs),
-    onCommitted: (_, info) => commitMs.push(info.durationMs),
-  });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
+  await executeAndReport(job, records);
   await cleanUp();
 }
 

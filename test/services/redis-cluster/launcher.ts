@@ -4,8 +4,6 @@
 // third of the slots (no replicas). A node's cluster configuration and AOF stay in its
 // directory, so a restarted node rejoins with its slots and data.
 
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { aptInstall } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher } from "../core/launcher.ts";
@@ -13,6 +11,7 @@ import { logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { appendLog, capture, spawnDaemon, which } from "../core/proc.ts";
 import type { Launcher, ServiceModule } from "../core/service-module.ts";
 import { waitFor, withTimeout } from "../core/wait.ts";
+import { writeRedisConfig } from "../redis/launcher.ts";
 import { type RedisClusterEndpoint, redisCluster } from "./module.ts";
 
 const HOST = "127.0.0.1";
@@ -64,24 +63,11 @@ function nodeSpec(index: number, port: number): DaemonSpec<{ port: number }> {
       const server = which("redis-server");
       if (!server) throw new Error("redis-server not found after installing it");
       const dir = serviceDir(module.name);
-      const config = join(dir, "redis.conf");
-      writeFileSync(
-        config,
-        [
-          `bind ${HOST}`,
-          `port ${port}`,
-          "daemonize no",
-          'logfile ""',
-          `dir "${dir}"`,
-          'save ""',
-          "appendonly yes",
-          "appendfsync always",
-          "cluster-enabled yes",
-          "cluster-config-file nodes.conf",
-          "cluster-node-timeout 5000",
-          "",
-        ].join("\n"),
-      );
+      const config = writeRedisConfig(dir, HOST, port, [
+        "cluster-enabled yes",
+        "cluster-config-file nodes.conf",
+        "cluster-node-timeout 5000",
+      ]);
       spawnDaemon(server, [config], { log: logFile(module.name), pidFile: pidFile(module.name), cwd: dir });
     },
     readyTimeoutMs: 30_000,

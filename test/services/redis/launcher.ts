@@ -19,6 +19,28 @@ export function redisServer(): string | undefined {
   return which("redis-server");
 }
 
+/**
+ * Writes `<dir>/redis.conf` for a server of ours and returns its path: loopback, in the
+ * foreground, the append-only file fsynced on every write and no RDB; `extra` lines after.
+ */
+export function writeRedisConfig(dir: string, host: string, port: number, extra: readonly string[] = []): string {
+  const config = join(dir, "redis.conf");
+  const lines = [
+    `bind ${host}`,
+    `port ${port}`,
+    "daemonize no",
+    'logfile ""',
+    `dir "${dir}"`,
+    'save ""',
+    "appendonly yes",
+    "appendfsync always",
+    ...extra,
+    "",
+  ];
+  writeFileSync(config, lines.join("\n"));
+  return config;
+}
+
 const spec: DaemonSpec<RedisEndpoint> = {
   module: redis,
   host: HOST,
@@ -33,21 +55,7 @@ const spec: DaemonSpec<RedisEndpoint> = {
     const server = redisServer();
     if (!server) throw new Error("redis-server not found after installing it");
     const dir = serviceDir("redis");
-    const config = join(dir, "redis.conf");
-    writeFileSync(
-      config,
-      [
-        `bind ${HOST}`,
-        `port ${PORT}`,
-        "daemonize no",
-        'logfile ""',
-        `dir "${dir}"`,
-        'save ""',
-        "appendonly yes",
-        "appendfsync always",
-        "",
-      ].join("\n"),
-    );
+    const config = writeRedisConfig(dir, HOST, PORT);
     spawnDaemon(server, [config], { log: logFile("redis"), pidFile: pidFile("redis"), cwd: dir });
   },
   readyTimeoutMs: 30_000,
