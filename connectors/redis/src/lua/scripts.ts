@@ -20,20 +20,21 @@ for i = 1, #KEYS, 2 do
   local n = tonumber(ARGV[at + 1])
   local stored = redis.call('GET', KEYS[i + 1])
   if (not stored) or tonumber(version) > tonumber(stored) then
-    if shape == 'string' then
-      if ttl > 0 then
+    if shape == 'string' and ttl == 0 then
+      -- Value and version in one command: one command for the server and its append-only file.
+      redis.call('MSET', KEYS[i], ARGV[at + 2], KEYS[i + 1], version)
+    else
+      if shape == 'string' then
         redis.call('SET', KEYS[i], ARGV[at + 2], 'PX', ttl)
       else
-        redis.call('SET', KEYS[i], ARGV[at + 2])
+        redis.call('HSET', KEYS[i], unpack(ARGV, at + 2, at + 1 + n))
+        if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
       end
-    else
-      redis.call('HSET', KEYS[i], unpack(ARGV, at + 2, at + 1 + n))
-      if ttl > 0 then redis.call('PEXPIRE', KEYS[i], ttl) end
-    end
-    if ttl > 0 then
-      redis.call('SET', KEYS[i + 1], version, 'PX', ttl)
-    else
-      redis.call('SET', KEYS[i + 1], version)
+      if ttl > 0 then
+        redis.call('SET', KEYS[i + 1], version, 'PX', ttl)
+      else
+        redis.call('SET', KEYS[i + 1], version)
+      end
     end
     applied = applied + 1
   end
