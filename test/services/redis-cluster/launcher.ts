@@ -10,13 +10,18 @@ import { type DaemonSpec, daemonLauncher } from "../core/launcher.ts";
 import { logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { appendLog, capture, spawnDaemon, which } from "../core/proc.ts";
 import type { Launcher, ServiceModule } from "../core/service-module.ts";
-import { waitFor, withTimeout } from "../core/wait.ts";
+import { errorMessage, waitFor, withTimeout } from "../core/wait.ts";
 import { writeRedisConfig } from "../redis/launcher.ts";
 import { type RedisClusterEndpoint, redisCluster } from "./module.ts";
 
 const HOST = "127.0.0.1";
-/** Client ports; each node's cluster bus is its port + 10000. */
-const PORTS = [47001, 47002, 47003];
+/**
+ * Client ports, and each node's cluster bus at its port + 100 (`cluster-port`; Redis' default
+ * is + 10000). All below Linux's ephemeral range (32768–60999): a port in it can be held by any
+ * outgoing connection of the moment, and a node then fails to bind (seen once in CI on 47002).
+ */
+const PORTS = [27001, 27002, 27003];
+const BUS_OFFSET = 100;
 const SLOTS_READY_MS = 30_000;
 
 const endpoint = (): RedisClusterEndpoint => ({ nodes: PORTS.map((port) => `${HOST}:${port}`) });
@@ -52,7 +57,7 @@ function nodeSpec(index: number, port: number): DaemonSpec<{ port: number }> {
   return {
     module,
     host: HOST,
-    ports: [port, port + 10_000],
+    ports: [port, port + BUS_OFFSET],
     endpoint: () => ({ port }),
     looksLikeOurs: (cmdline) => cmdline.includes("redis-server") && cmdline.includes(`:${port}`),
     install: async (progress) => {
@@ -65,6 +70,7 @@ function nodeSpec(index: number, port: number): DaemonSpec<{ port: number }> {
       const dir = serviceDir(module.name);
       const config = writeRedisConfig(dir, HOST, port, [
         "cluster-enabled yes",
+        `cluster-port ${port + BUS_OFFSET}`,
         "cluster-config-file nodes.conf",
         "cluster-node-timeout 5000",
       ]);
@@ -124,9 +130,19 @@ export const redisClusterLauncher: Launcher<RedisClusterEndpoint> = {
       const result = await node.up((message) => progress(`node ${i + 1}: ${message}`));
       started ||= result.started;
     }
-    await formCluster(progress);
-    const detail = await untilServed();
-    return { endpoint: endpoint(), started, detail };
+    try {
+      await formCluster(progress);
+      const detail = await untilServed();
+      return { endpoint: endpoint(), started, detail };
+    } catch (error) {
+      // Into the log too, which CI prints when `up` fails; a stale nodes.conf is the usual cause.
+      const dirs = PORTS.map((_, i) => serviceDir(`redis-cluster-${i + 1}`)).join(", ");
+      appendLog(
+        logFile(redisCluster.name),
+        `=== ${new Date().toISOString()} up failed: ${errorMessage(error)} (if the nodes kept a cluster of other ports, stop them and delete ${dirs})`,
+      );
+      throw error;
+    }
   },
   down: async (progress) => {
     let stopped = false;
