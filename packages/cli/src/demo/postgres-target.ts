@@ -5,6 +5,7 @@
  * from wherever the CLI is installed, so a file-only user gets no Postgres client.
  */
 import type * as PostgresConnector from "@exactly/postgres";
+import { loadConnector } from "./load-connector.ts";
 import type { OutputCheck } from "./verify-output.ts";
 import { RecordTally } from "./verify-output.ts";
 
@@ -17,18 +18,8 @@ const OWNED = "created by exactly demo";
 export type PostgresConnectorModule = typeof PostgresConnector;
 
 /** Imports the Postgres connector, or fails with the command that installs it. */
-export async function loadPostgresConnector(specifier: string = POSTGRES_CONNECTOR): Promise<PostgresConnectorModule> {
-  try {
-    return (await import(specifier)) as PostgresConnectorModule;
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${specifier}'`)) {
-      throw new Error(
-        `--sink postgres writes through ${specifier}, which is not installed; install it next to @exactly/cli: npm install ${specifier}`,
-      );
-    }
-    throw error;
-  }
+export function loadPostgresConnector(specifier: string = POSTGRES_CONNECTOR): Promise<PostgresConnectorModule> {
+  return loadConnector<PostgresConnectorModule>(specifier, "postgres");
 }
 
 export interface PostgresDemoSink {

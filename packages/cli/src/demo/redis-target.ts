@@ -12,6 +12,7 @@
 import { DeliveryGuarantee, type SinkFactory } from "@exactly/core";
 import type * as RedisConnector from "@exactly/redis";
 import type { DemoRecord } from "./demo-job.ts";
+import { loadConnector } from "./load-connector.ts";
 import type { OutputCheck } from "./verify-output.ts";
 
 export const REDIS_CONNECTOR = "@exactly/redis";
@@ -19,18 +20,8 @@ export const REDIS_CONNECTOR = "@exactly/redis";
 export type RedisConnectorModule = typeof RedisConnector;
 
 /** Imports the Redis connector, or fails with the command that installs it. */
-export async function loadRedisConnector(specifier: string = REDIS_CONNECTOR): Promise<RedisConnectorModule> {
-  try {
-    return (await import(specifier)) as RedisConnectorModule;
-  } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${specifier}'`)) {
-      throw new Error(
-        `--sink redis writes through ${specifier}, which is not installed; install it next to @exactly/cli: npm install ${specifier}`,
-      );
-    }
-    throw error;
-  }
+export function loadRedisConnector(specifier: string = REDIS_CONNECTOR): Promise<RedisConnectorModule> {
+  return loadConnector<RedisConnectorModule>(specifier, "redis");
 }
 
 export interface RedisDemoTarget {

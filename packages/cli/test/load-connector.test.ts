@@ -1,0 +1,23 @@
+// A demo's connector is an optional peer: when it is missing, `--sink <name>` fails saying
+// which package to install, instead of a bare module-not-found error. Another import failure
+// is not mistaken for a missing package.
+import { describe, expect, it } from "vitest";
+import { loadConnector } from "../src/demo/load-connector.ts";
+
+describe("loading a demo's connector", () => {
+  it("a missing package: names the --sink and the install command", async () => {
+    await expect(loadConnector("@exactly/no-such-connector", "redis")).rejects.toThrow(
+      "--sink redis writes through @exactly/no-such-connector, which is not installed; install it next to @exactly/cli: npm install @exactly/no-such-connector",
+    );
+  });
+
+  it("an installed package loads", async () => {
+    const core = await loadConnector<typeof import("@exactly/core")>("@exactly/core", "file");
+    expect(typeof core.StreamJob).toBe("function");
+  });
+
+  it("any other failure is passed on as it is", async () => {
+    const bad = new URL("data:text/javascript,throw new Error('broken module')").href;
+    await expect(loadConnector(bad, "redis")).rejects.toThrow("broken module");
+  });
+});
