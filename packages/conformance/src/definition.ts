@@ -96,6 +96,13 @@ export interface ConformanceDefinition<O = unknown> {
   readonly sinkExport?: string;
   /** JSON passed to the factory in the child (connection strings, directories …). */
   readonly sinkOptions?: O;
+  /**
+   * Optional: the export of `sinkModule` that makes the job's checkpoint storage,
+   * `(context: SinkFactoryContext<O>) => CheckpointStorage`, called in the child for the job
+   * and in the test process to read what the checkpoints cover. Default: a
+   * `FileSystemCheckpointStorage` in the scenario's directory.
+   */
+  readonly checkpointStorageExport?: string;
   /** Optional, checked: must be the sink's own `guarantee`. */
   readonly guarantee?: DeliveryGuarantee;
   /**

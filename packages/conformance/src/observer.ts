@@ -1,3 +1,4 @@
+import type { CheckpointStorage } from "@exactly/core";
 import type { ConformanceDefinition, ScenarioScope } from "./definition.ts";
 import { coveredIds } from "./harness/run-child.ts";
 import { KEY_SPACE, keyOf } from "./records.ts";
@@ -15,7 +16,8 @@ export class Observer {
   private readonly definition: ConformanceDefinition;
   private readonly scope: ScenarioScope;
   private readonly records: number;
-  private readonly watchEarly: boolean;
+  /** The job's checkpoints, when ids visible before their checkpoint completed are to be caught. */
+  private readonly watchEarly: CheckpointStorage | undefined;
   polls = 0;
   /** Poll index at which each id was first visible; -1 never. */
   readonly firstSeen: Int32Array;
@@ -27,7 +29,12 @@ export class Observer {
   readonly misrouted: string[] = [];
   readonly unordered: string[] = [];
 
-  constructor(definition: ConformanceDefinition, scope: ScenarioScope, records: number, watchEarly: boolean) {
+  constructor(
+    definition: ConformanceDefinition,
+    scope: ScenarioScope,
+    records: number,
+    watchEarly: CheckpointStorage | undefined,
+  ) {
     this.definition = definition;
     this.scope = scope;
     this.records = records;
@@ -49,7 +56,7 @@ export class Observer {
     );
     // Read the checkpoints after the reader: metadata is durable before any commit, so this
     // order never blames a sink for the runtime's own timing.
-    const covered = this.watchEarly ? await coveredIds(this.scope) : undefined;
+    const covered = this.watchEarly ? await coveredIds(this.watchEarly) : undefined;
     for (const id of visible) {
       if (id >= 0 && id < this.records && this.firstSeen[id] === -1) this.firstSeen[id] = index;
       if (covered && !covered(id)) this.early.add(id);

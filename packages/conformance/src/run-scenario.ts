@@ -9,7 +9,7 @@ import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./defin
 import type { ChildConfig, Hook } from "./harness/child-protocol.ts";
 import { completedTransactions, type Exercised, exercised, readJournal } from "./harness/journal.ts";
 import { type ChildRun, coveredIds, runChild } from "./harness/run-child.ts";
-import { sinkModuleConfig } from "./harness/sink-module.ts";
+import { scenarioCheckpointStorage, sinkModuleConfig } from "./harness/sink-module.ts";
 import { Observer } from "./observer.ts";
 import type { ProfileSettings, Requirement, RunPlan, ScenarioPlan } from "./scenarios.ts";
 
@@ -236,7 +236,9 @@ async function attemptScenario(
   const atomic = sink.capabilities.atomicCommits === true;
   // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1, docs/design.md §3).
   const watchEarly = exactlyOnce && !upserts;
-  const observer = new Observer(definition, scope, records, watchEarly);
+  // The checkpoints the child's job keeps, read here to tell what each point of the run covered.
+  const storage = await scenarioCheckpointStorage(base, scope);
+  const observer = new Observer(definition, scope, records, watchEarly ? storage : undefined);
   const poll = watchEarly || upserts || atomic ? { poll: observer.poll } : {};
   let declined = 0;
 
@@ -297,7 +299,7 @@ async function attemptScenario(
       return { kind: "tested", failures, notes };
     }
     // A graceful stop commits exactly what was read: everything covered, nothing more.
-    const covered = await coveredIds(scope);
+    const covered = await coveredIds(storage);
     if (covered(records - 1) && covered(0)) {
       return { kind: "inconclusive", reason: "the graceful stop came after the job had read everything" };
     }

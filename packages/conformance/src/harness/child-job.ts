@@ -22,7 +22,7 @@ import {
   SOURCE_ID,
 } from "./child-protocol.ts";
 import { ScenarioControl, ScenarioSink } from "./scenario-sink.ts";
-import { loadSinkFactory } from "./sink-module.ts";
+import { loadSinkFactory, scenarioCheckpointStorage } from "./sink-module.ts";
 
 const config = JSON.parse(process.env.CONFORMANCE_CONFIG ?? "{}") as ChildConfig;
 const control = new ScenarioControl(config, join(config.scope.dir, JOURNAL));
@@ -32,7 +32,10 @@ const job = new StreamJob({
   name: "conformance",
   parallelism: config.parallelism,
   checkpoint: {
-    storage: join(config.scope.dir, CHECKPOINTS),
+    storage:
+      config.checkpointStorageExport === null
+        ? join(config.scope.dir, CHECKPOINTS)
+        : await scenarioCheckpointStorage(config, config.scope),
     intervalMs: config.checkpointIntervalMs,
     timeoutMs: config.checkpointTimeoutMs,
   },

@@ -39,6 +39,8 @@ export interface ChildConfig {
   readonly sinkModule: string;
   readonly sinkExport: string;
   readonly sinkOptions: unknown;
+  /** The sink module's checkpoint storage factory, or null for the file system in the scope's directory. */
+  readonly checkpointStorageExport: string | null;
   readonly scope: ScenarioScope;
   readonly records: number;
   readonly parallelism: number;

@@ -1,11 +1,8 @@
 import { spawn } from "node:child_process";
-import { join } from "node:path";
-import { FileSystemCheckpointStorage } from "@exactly/core";
+import type { CheckpointStorage } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
-import type { ScenarioScope } from "../definition.ts";
 import {
   CHECKPOINT_PREFIX,
-  CHECKPOINTS,
   type ChildConfig,
   type ChildOutcome,
   LANES,
@@ -83,8 +80,7 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
  * before any sink is told to commit, so reading the reader first and this second can
  * never blame a sink for the runtime's own ordering.
  */
-export async function coveredIds(scope: ScenarioScope): Promise<(id: number) => boolean> {
-  const storage = new FileSystemCheckpointStorage(join(scope.dir, CHECKPOINTS));
+export async function coveredIds(storage: CheckpointStorage): Promise<(id: number) => boolean> {
   for (let attempt = 0; ; attempt++) {
     try {
       const latest = await storage.loadLatest();
