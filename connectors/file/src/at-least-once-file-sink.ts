@@ -72,6 +72,10 @@ export class AtLeastOnceFileSink<T> implements Sink<T> {
 
   async close(): Promise<void> {
     // Visible parts keep what was written; closing the handles is all that is left.
-    await this.parts.discardAll();
+    try {
+      await this.parts.discardAll();
+    } finally {
+      await this.writer.close?.();
+    }
   }
 }

@@ -1,12 +1,25 @@
 import {
   type Batch,
+  isTransientByDefault,
   type LingeringContext,
   type SinkCapabilities,
   type TransactionContext,
+  TransactionLostError,
   TwoPhaseCommitSink,
+  type TwoPhaseCommitSinkOptions,
 } from "@exactly/core";
-import type { PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
+import { type PartDescriptor, PartLostError, type RecoverableWriter } from "./recoverable-writer.ts";
 import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
+
+export interface ExactlyOnceFileSinkOptions<T> extends FileSinkOptions<T> {
+  /**
+   * How long the storage keeps a pre-committed part unpublished (S3: the bucket's
+   * AbortIncompleteMultipartUpload rule). The sink warns when a pending commit outlives it.
+   * Local disk keeps in-progress files until recovery: no timeout.
+   */
+  readonly transactionTimeoutMs?: number;
+  readonly commitRetry?: TwoPhaseCommitSinkOptions["commitRetry"];
+}
 
 /** One checkpoint's transaction: the parts it wrote, closed at pre-commit. */
 export interface FileTransaction {
@@ -26,8 +39,11 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
   private readonly writer: RecoverableWriter;
   private readonly parts: RollingParts<T>;
 
-  constructor(options: FileSinkOptions<T>) {
-    super();
+  constructor(options: ExactlyOnceFileSinkOptions<T>) {
+    super({
+      ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
+      ...(options.commitRetry === undefined ? {} : { commitRetry: options.commitRetry }),
+    });
     this.writer = options.writer;
     this.parts = new RollingParts(options);
   }
@@ -51,11 +67,23 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
   }
 
   protected async commit(txn: FileTransaction): Promise<void> {
-    for (const part of txn.parts) await this.writer.commit(part);
+    for (const part of txn.parts) await lostIsLoud(txn, () => this.writer.commit(part));
   }
 
   protected override async recoverAndCommit(txn: FileTransaction): Promise<void> {
-    for (const part of txn.parts) await this.writer.recoverAndCommit(part);
+    for (const part of txn.parts) await lostIsLoud(txn, () => this.writer.recoverAndCommit(part));
+  }
+
+  override async close(): Promise<void> {
+    try {
+      await super.close();
+    } finally {
+      await this.writer.close?.();
+    }
+  }
+
+  protected override isTransient(error: unknown): boolean {
+    return this.writer.isTransient ? this.writer.isTransient(error) : isTransientByDefault(error);
   }
 
   protected async abort(txn: FileTransaction): Promise<void> {
@@ -80,5 +108,15 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
         subtask: restored.subtask,
       });
     }
+  }
+}
+
+/** A part the storage no longer holds is a lost transaction: never retried, never silent. */
+async function lostIsLoud(txn: FileTransaction, publish: () => Promise<void>): Promise<void> {
+  try {
+    await publish();
+  } catch (error) {
+    if (error instanceof PartLostError) throw new TransactionLostError(txn.id, error.message, { cause: error });
+    throw error;
   }
 }

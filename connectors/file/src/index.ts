@@ -5,9 +5,16 @@ export {
   UnsafeBucketPathError,
   validateBucket,
 } from "./bucket-assigner.ts";
-export { FileSink, type FileTransaction } from "./file-sink.ts";
+export { type ExactlyOnceFileSinkOptions, FileSink, type FileTransaction } from "./file-sink.ts";
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
-export { LocalRecoverableWriter, PartExistsError, PartLostError } from "./local/local-recoverable-writer.ts";
-export type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
+export { LocalRecoverableWriter } from "./local/local-recoverable-writer.ts";
+export {
+  type LingeringFilter,
+  type OpenPart,
+  type PartDescriptor,
+  PartExistsError,
+  PartLostError,
+  type RecoverableWriter,
+} from "./recoverable-writer.ts";
 export type { FileSinkOptions } from "./rolling-parts.ts";
 export type { RollingPolicy } from "./rolling-policy.ts";

@@ -1,3 +1,5 @@
+import { ExactlyError } from "@exactly/core";
+
 /**
  * Where part files live. A part is written to a hidden in-progress location, made durable
  * at pre-commit, and published atomically at commit. The rolling sink holds the lifecycle;
@@ -15,6 +17,26 @@ export interface PartDescriptor {
    * never removed by abort, and commit has nothing left to do.
    */
   readonly visible?: boolean;
+  /**
+   * What the writer needs to publish the part after a crash, beyond its name (S3: the
+   * multipart upload's id, its parts and nonce). JSON, kept in checkpoint state; the sink
+   * never looks inside.
+   */
+  readonly recoverable?: unknown;
+}
+
+/** A pre-committed part is neither in progress nor published: its data is gone. */
+export class PartLostError extends ExactlyError {
+  constructor(part: PartDescriptor, reason = "has no in-progress data and was never published") {
+    super("PART_LOST", `part ${part.bucket ? `${part.bucket}/` : ""}${part.name} ${reason}`);
+  }
+}
+
+/** Publishing would replace other data under the part's name: writers never overwrite. */
+export class PartExistsError extends ExactlyError {
+  constructor(path: string, reason = "it exists with another length") {
+    super("PART_EXISTS", `refusing to overwrite ${path}: ${reason}`);
+  }
 }
 
 export interface OpenPart {
@@ -39,7 +61,14 @@ export interface LingeringFilter {
 }
 
 export interface RecoverableWriter {
+  /**
+   * Whether a failed commit may succeed when retried (a dropped connection, a server
+   * restarting). Default: the runtime's transient error codes.
+   */
+  isTransient?(error: unknown): boolean;
   openPart(part: PartDescriptor): Promise<OpenPart>;
+  /** Releases the writer's client (sockets) when the sink closes; it may be opened again. */
+  close?(): void | Promise<void>;
   /** Publishes a closed part. Idempotent: a part already published is left as it is. */
   commit(part: PartDescriptor): Promise<void>;
   /** Publishes a part a previous process closed; trims bytes beyond the recorded length. */
@@ -56,8 +85,10 @@ export interface RecoverableWriter {
     filter: LingeringFilter,
   ): Promise<string[]>;
   /**
-   * For visible parts (AT_LEAST_ONCE): cuts a line torn by a crash off the end of this
-   * sink's published parts that the filter owns. Returns the parts it repaired.
+   * For visible parts (AT_LEAST_ONCE), after a crash: makes this sink's parts that the
+   * filter owns whole again. On local disk a line torn by the crash is cut off the end of a
+   * published part; on S3 an object is never torn, and the uploads the crash left open are
+   * aborted instead. Returns the parts it repaired or removed.
    */
   repairTornTails(
     partPrefix: string,

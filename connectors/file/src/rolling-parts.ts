@@ -1,7 +1,7 @@
 import { type Batch, ConfigurationError, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { isAlreadyExists } from "@exactly/core/internal";
 import { type BucketAssigner, requireSafePrefix, validateBucket } from "./bucket-assigner.ts";
-import type { OpenPart, PartDescriptor, RecoverableWriter } from "./recoverable-writer.ts";
+import { type OpenPart, type PartDescriptor, PartExistsError, type RecoverableWriter } from "./recoverable-writer.ts";
 import { type RollingPolicy, resolveRollingPolicy } from "./rolling-policy.ts";
 
 /** What every file sink is configured with, whatever its guarantee. */
@@ -111,7 +111,7 @@ export class RollingParts<T> {
         return part;
       } catch (error) {
         // A crashed run may have published a visible part under this name: take the next one.
-        if (!(visible && isAlreadyExists(error))) throw error;
+        if (!(visible && (isAlreadyExists(error) || error instanceof PartExistsError))) throw error;
       }
     }
   }

@@ -1,27 +1,16 @@
 import type { Dirent } from "node:fs";
 import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { ExactlyError } from "@exactly/core";
 import { fsyncDirectory, isAlreadyExists, isNotFound } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
-import type { LingeringFilter, OpenPart, PartDescriptor, RecoverableWriter } from "../recoverable-writer.ts";
-
-/** A pre-committed part is neither in progress nor published: its data is gone. */
-export class PartLostError extends ExactlyError {
-  constructor(part: PartDescriptor) {
-    super(
-      "PART_LOST",
-      `part ${part.bucket ? `${part.bucket}/` : ""}${part.name} has no in-progress file and was never published`,
-    );
-  }
-}
-
-/** Publishing would replace a file of another length: the local writer never overwrites. */
-export class PartExistsError extends ExactlyError {
-  constructor(path: string) {
-    super("PART_EXISTS", `refusing to overwrite ${path}: it exists with another length`);
-  }
-}
+import {
+  type LingeringFilter,
+  type OpenPart,
+  type PartDescriptor,
+  PartExistsError,
+  PartLostError,
+  type RecoverableWriter,
+} from "../recoverable-writer.ts";
 
 const FLUSH_BYTES = 256 * 1024;
 const IN_PROGRESS = ".inprogress";
