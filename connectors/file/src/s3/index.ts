@@ -1,0 +1,24 @@
+/**
+ * `@exactly/file/s3`: the file sink and checkpoint storage on S3. Needs the optional peer
+ * `@aws-sdk/client-s3`; users who only write local files never load it.
+ */
+export {
+  CheckpointOwnershipError,
+  S3CheckpointStorage,
+  type S3CheckpointStorageOptions,
+} from "./s3-checkpoint-storage.ts";
+export {
+  createS3Client,
+  parseS3Url,
+  requireSafeKeyPrefix,
+  type S3ConnectionOptions,
+} from "./s3-connection.ts";
+export { type S3FileSinkOptions, s3FileSink } from "./s3-file-sink.ts";
+export { type OpenUpload, S3Prefix } from "./s3-prefix.ts";
+export {
+  MIN_PART_BYTES,
+  type MultipartUploadState,
+  NONCE_METADATA,
+  S3RecoverableWriter,
+  type S3WriterOptions,
+} from "./s3-recoverable-writer.ts";

@@ -1,0 +1,434 @@
+import { randomUUID } from "node:crypto";
+import { type FileHandle, open, readFile, rm } from "node:fs/promises";
+import { join, sep } from "node:path";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  type HeadObjectCommandOutput,
+  type S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
+import { reachFault } from "@exactly/core/testing";
+import {
+  type LingeringFilter,
+  type OpenPart,
+  type PartDescriptor,
+  PartExistsError,
+  PartLostError,
+  type RecoverableWriter,
+} from "../recoverable-writer.ts";
+import {
+  createS3Client,
+  isNotFound,
+  isNotImplemented,
+  isTransientS3Error,
+  joinKey,
+  requireSafeKeyPrefix,
+  type S3ConnectionOptions,
+  s3ErrorName,
+} from "./s3-connection.ts";
+import { S3Prefix } from "./s3-prefix.ts";
+import { createSpoolDirectory, defaultSpoolRoot } from "./spool.ts";
+
+/** S3 takes parts of at least 5 MiB, except the last one. */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** S3 takes at most 10,000 parts per upload. */
+export const MAX_PARTS = 10_000;
+/** Object metadata key (`x-amz-meta-exactly-nonce`) that tells our published object from any other. */
+export const NONCE_METADATA = "exactly-nonce";
+const FLUSH_BYTES = 256 * 1024;
+
+export interface S3WriterOptions {
+  /** The S3 bucket (not to be confused with a bucket assigner's bucket directories, which are key segments). */
+  readonly bucket: string;
+  /** Every key starts with `<prefix>/`; '' for the whole bucket. */
+  readonly prefix?: string;
+  readonly connection?: S3ConnectionOptions;
+  /** Bytes per uploaded part, at least 5 MiB. Default 8 MiB. */
+  readonly partSizeBytes?: number;
+  /** Parts in flight at once per writer (one sink subtask). Memory is about partSizeBytes × this. Default 4. */
+  readonly uploadConcurrency?: number;
+  /** Where bytes wait for their upload. Default `<os tmpdir>/exactly-s3-spool`. */
+  readonly spoolDirectory?: string;
+}
+
+/** What a part's checkpoint state holds to complete or abort its upload, in any later process. */
+export interface MultipartUploadState {
+  readonly bucket: string;
+  readonly key: string;
+  readonly uploadId: string;
+  readonly nonce: string;
+  readonly parts: readonly { readonly n: number; readonly etag: string }[];
+}
+
+/**
+ * Part files on S3, which has no rename: each part is a multipart upload, created with a
+ * nonce in its metadata, fed parts of `partSizeBytes` from a local spool while records flow,
+ * and given its last part at pre-commit. Nothing is visible until commit completes the
+ * upload; `If-None-Match: *` on the completion (where the server supports it) means an
+ * existing object is never replaced. A completion that fails is settled by what the server
+ * holds: the object with our length and nonce is committed, anything else is lost, loudly.
+ */
+export class S3RecoverableWriter implements RecoverableWriter {
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly partSizeBytes: number;
+  readonly uploadConcurrency: number;
+  private readonly connection: S3ConnectionOptions;
+  private readonly spoolRoot: string;
+  private spoolDir: Promise<string> | undefined;
+  private s3: S3Client | undefined;
+  /** Cleared when the server answers NotImplemented to a conditional completion. */
+  private conditionalComplete = true;
+  readonly slots: UploadSlots;
+  private readonly listing: S3Prefix;
+
+  constructor(options: S3WriterOptions) {
+    if (typeof options.bucket !== "string" || options.bucket === "") {
+      throw new ConfigurationError("bucket", "an S3 bucket name is required");
+    }
+    this.bucket = options.bucket;
+    this.prefix = requireSafeKeyPrefix(options.prefix ?? "");
+    this.partSizeBytes = requirePositiveInteger("partSizeBytes", options.partSizeBytes ?? 8 * 1024 * 1024);
+    if (this.partSizeBytes < MIN_PART_BYTES) {
+      throw new ConfigurationError("partSizeBytes", `must be at least 5 MiB (${MIN_PART_BYTES}), S3's smallest part`);
+    }
+    this.uploadConcurrency = requirePositiveInteger("uploadConcurrency", options.uploadConcurrency ?? 4);
+    this.connection = options.connection ?? {};
+    this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
+    this.slots = new UploadSlots(this.uploadConcurrency);
+    this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
+  }
+
+  /** The client, created on first use inside the subtask that uses it. */
+  get client(): S3Client {
+    this.s3 ??= createS3Client(this.connection);
+    return this.s3;
+  }
+
+  spool(): Promise<string> {
+    this.spoolDir ??= createSpoolDirectory(this.spoolRoot);
+    return this.spoolDir;
+  }
+
+  isTransient(error: unknown): boolean {
+    return isTransientS3Error(error);
+  }
+
+  /** `<prefix>/<bucket directories>/<name>`; bucket directories were validated by the rolling sink. */
+  keyOf(part: Pick<PartDescriptor, "bucket" | "name">): string {
+    return joinKey(this.prefix, ...part.bucket.split(sep).filter((s) => s !== ""), part.name);
+  }
+
+  async openPart(part: PartDescriptor): Promise<OpenPart> {
+    const key = this.keyOf(part);
+    // A visible part (at-least-once) must never replace output a crashed run published.
+    if (part.visible && (await this.head(this.bucket, key))) {
+      throw new PartExistsError(`s3://${this.bucket}/${key}`, "an object of that name exists");
+    }
+    const nonce = randomUUID();
+    const created = await this.client.send(
+      new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, Metadata: { [NONCE_METADATA]: nonce } }),
+    );
+    if (!created.UploadId) throw new Error(`CreateMultipartUpload for ${key} returned no upload id`);
+    const upload = { bucket: this.bucket, key, uploadId: created.UploadId, nonce };
+    return new S3OpenPart(this, part, upload, await this.spool());
+  }
+
+  /** Uploads one spooled part; returns its ETag. The bytes are read whole so the SDK can retry. */
+  async uploadPart(upload: Omit<MultipartUploadState, "parts">, n: number, path: string): Promise<string> {
+    const body = await readFile(path);
+    const result = await this.client.send(
+      new UploadPartCommand({
+        Bucket: upload.bucket,
+        Key: upload.key,
+        UploadId: upload.uploadId,
+        PartNumber: n,
+        Body: body,
+        ContentLength: body.length,
+      }),
+    );
+    if (!result.ETag) throw new Error(`UploadPart ${n} of ${upload.key} returned no ETag`);
+    return result.ETag;
+  }
+
+  async commit(part: PartDescriptor): Promise<void> {
+    if (part.visible) return; // completed when it was closed
+    await this.complete(part);
+  }
+
+  async recoverAndCommit(part: PartDescriptor): Promise<void> {
+    // The state lists exactly the parts pre-commit uploaded: bytes after it were never in an upload's part list.
+    if (part.visible) return;
+    await this.complete(part);
+  }
+
+  /** Completes a closed part's upload, settling a failure from what the server holds. */
+  async complete(part: PartDescriptor): Promise<void> {
+    const upload = uploadOf(part);
+    const conditional = this.conditionalComplete;
+    try {
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: upload.bucket,
+          Key: upload.key,
+          UploadId: upload.uploadId,
+          MultipartUpload: { Parts: upload.parts.map((p) => ({ PartNumber: p.n, ETag: p.etag })) },
+          ...(conditional ? { IfNoneMatch: "*" } : {}),
+        }),
+      );
+    } catch (error) {
+      if (conditional && isNotImplemented(error)) {
+        // The server cannot promise "never overwrite"; our names are unique per checkpoint, so go on without.
+        this.conditionalComplete = false;
+        return this.complete(part);
+      }
+      await this.settle(part, upload, error);
+    }
+    // One part of the transaction is published, the rest may not be: a crash here must be harmless.
+    reachFault("mid-commit");
+  }
+
+  /**
+   * After a failed completion, the object decides: ours (length and nonce match) means an
+   * earlier completion went through; another object, or none while the upload is gone, is
+   * a lost part. A failure that leaves the question open (server unreachable) is rethrown
+   * for the commit retry.
+   */
+  private async settle(part: PartDescriptor, upload: MultipartUploadState, error: unknown): Promise<void> {
+    let head: HeadObjectCommandOutput | undefined;
+    try {
+      head = await this.head(upload.bucket, upload.key);
+    } catch (headError) {
+      if (isTransientS3Error(headError)) throw error;
+      throw headError;
+    }
+    const said = s3ErrorName(error) ?? String(error);
+    if (head) {
+      if (head.ContentLength === part.length && head.Metadata?.[NONCE_METADATA] === upload.nonce) return;
+      throw new PartLostError(
+        part,
+        `cannot be published: s3://${upload.bucket}/${upload.key} holds another object ` +
+          `(${head.ContentLength} bytes, nonce ${head.Metadata?.[NONCE_METADATA] ?? "none"}; ours ${part.length}, ${upload.nonce}); the server answered ${said}`,
+      );
+    }
+    if (isTransientS3Error(error)) throw error;
+    throw new PartLostError(
+      part,
+      `was never published: s3://${upload.bucket}/${upload.key} does not exist and completing upload ${upload.uploadId} failed with ${said}`,
+    );
+  }
+
+  async head(bucket: string, key: string): Promise<HeadObjectCommandOutput | undefined> {
+    try {
+      return await this.client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+  }
+
+  async abort(part: PartDescriptor): Promise<void> {
+    if (part.visible || part.recoverable === undefined) return; // published, or never closed (discard aborted it)
+    await this.abortUpload(uploadOf(part));
+  }
+
+  /** Aborts an upload; one already gone (aborted, completed, expired) is fine. */
+  async abortUpload(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
+    try {
+      await this.client.send(
+        new AbortMultipartUploadCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId }),
+      );
+    } catch (error) {
+      if (s3ErrorName(error) !== "NoSuchUpload" && !isNotFound(error)) throw error;
+    }
+  }
+
+  /** This writer's open uploads under its prefix, as (bucket directory, name). */
+  async *openUploads(): AsyncGenerator<{ bucket: string; name: string; key: string; uploadId: string }> {
+    for await (const upload of this.listing.openUploads()) {
+      const segments = upload.key.slice(this.listing.base.length).split("/");
+      const name = segments.pop() ?? "";
+      yield { bucket: segments.join(sep), name, key: upload.key, uploadId: upload.uploadId };
+    }
+  }
+
+  async abortLingering(
+    partPrefix: string,
+    parseSubtask: (name: string) => number | undefined,
+    filter: LingeringFilter,
+  ): Promise<string[]> {
+    const aborted: string[] = [];
+    for await (const upload of this.openUploads()) {
+      if (!upload.name.startsWith(partPrefix)) continue;
+      const subtask = parseSubtask(upload.name);
+      if (subtask === undefined || !filter.ownsSubtaskIndex(subtask)) continue;
+      if (filter.isReferenced({ bucket: upload.bucket, name: upload.name })) continue;
+      await this.abortUpload({ bucket: this.bucket, key: upload.key, uploadId: upload.uploadId });
+      aborted.push(upload.key);
+      reachFault("during-lingering-abort");
+    }
+    return aborted;
+  }
+
+  /** An object is never torn on S3; what a crash leaves behind are open uploads, aborted here. */
+  async repairTornTails(
+    partPrefix: string,
+    parseSubtask: (name: string) => number | undefined,
+    filter: LingeringFilter,
+  ): Promise<string[]> {
+    return this.abortLingering(partPrefix, parseSubtask, { ...filter, isReferenced: () => false });
+  }
+
+  /** Ends the client's sockets. */
+  close(): void {
+    this.s3?.destroy();
+    this.s3 = undefined;
+  }
+}
+
+function uploadOf(part: PartDescriptor): MultipartUploadState {
+  const upload = part.recoverable as MultipartUploadState | undefined;
+  if (!upload?.uploadId || !Array.isArray(upload.parts)) {
+    throw new Error(`part ${part.name} has no multipart upload in its state: it was not closed by the S3 writer`);
+  }
+  return upload;
+}
+
+/** Parts in flight per writer: a part waits for a slot before it is read and sent. */
+export class UploadSlots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(slots: number) {
+    this.free = slots;
+  }
+
+  async acquire(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+/**
+ * One part file being written: lines gather in memory up to 256 KiB, go to a spool file,
+ * and each spool file of `partSizeBytes` is uploaded as the next part while writing goes on.
+ * A part that waits for a free upload slot holds up the writer: that is the backpressure.
+ */
+class S3OpenPart implements OpenPart {
+  readonly descriptor: PartDescriptor;
+  private readonly writer: S3RecoverableWriter;
+  private readonly upload: Omit<MultipartUploadState, "parts">;
+  private readonly spoolDir: string;
+  private chunks: string[] = [];
+  private buffered = 0;
+  private written = 0;
+  private spoolFile: { handle: FileHandle; path: string; bytes: number } | undefined;
+  private nextPart = 1;
+  private readonly parts: { n: number; etag: string }[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    writer: S3RecoverableWriter,
+    descriptor: PartDescriptor,
+    upload: Omit<MultipartUploadState, "parts">,
+    spoolDir: string,
+  ) {
+    this.writer = writer;
+    this.descriptor = descriptor;
+    this.upload = upload;
+    this.spoolDir = spoolDir;
+  }
+
+  get length(): number {
+    return this.written + this.buffered;
+  }
+
+  append(data: string): Promise<void> | undefined {
+    this.chunks.push(data);
+    // String length, not bytes: only a threshold; the exact length is counted on write.
+    this.buffered += data.length;
+    return this.buffered >= FLUSH_BYTES ? this.flush() : undefined;
+  }
+
+  async flush(): Promise<void> {
+    if (this.failure) throw this.failure.error;
+    if (this.buffered === 0) return;
+    const data = Buffer.from(this.chunks.join(""));
+    this.chunks = [];
+    this.buffered = 0;
+    if (!this.spoolFile) {
+      const path = join(this.spoolDir, `${this.upload.nonce}-${this.nextPart}`);
+      this.spoolFile = { handle: await open(path, "w"), path, bytes: 0 };
+    }
+    await this.spoolFile.handle.write(data);
+    this.spoolFile.bytes += data.length;
+    this.written += data.length;
+    if (this.spoolFile.bytes >= this.writer.partSizeBytes) await this.ship();
+  }
+
+  /** Closes the spool file and starts its upload once a slot is free. */
+  private async ship(): Promise<void> {
+    const file = this.spoolFile;
+    if (!file) return;
+    this.spoolFile = undefined;
+    await file.handle.close();
+    const n = this.nextPart++;
+    if (n > MAX_PARTS)
+      throw new Error(`part ${this.upload.key} needs more than ${MAX_PARTS} parts: raise partSizeBytes`);
+    await this.writer.slots.acquire();
+    const sending: Promise<void> = this.writer
+      .uploadPart(this.upload, n, file.path)
+      .then(
+        (etag) => {
+          this.parts.push({ n, etag });
+        },
+        (error: unknown) => {
+          this.failure ??= { error };
+        },
+      )
+      .finally(() => {
+        this.writer.slots.release();
+        this.inFlight.delete(sending);
+        return rm(file.path, { force: true });
+      });
+    this.inFlight.add(sending);
+  }
+
+  async closeForCommit(): Promise<PartDescriptor> {
+    await this.flush();
+    await this.ship(); // the last part, which may be smaller than 5 MiB
+    await Promise.all(this.inFlight);
+    if (this.failure) throw this.failure.error;
+    const parts = [...this.parts].sort((a, b) => a.n - b.n);
+    const closed: PartDescriptor = { ...this.descriptor, length: this.written, recoverable: { ...this.upload, parts } };
+    // Visible (at-least-once): published now, at the barrier, as the local writer's file is.
+    if (this.descriptor.visible) await this.writer.complete(closed);
+    return closed;
+  }
+
+  async discard(): Promise<void> {
+    this.chunks = [];
+    const file = this.spoolFile;
+    this.spoolFile = undefined;
+    if (file) {
+      await file.handle.close().catch(() => {});
+      await rm(file.path, { force: true });
+    }
+    await Promise.allSettled(this.inFlight);
+    await this.writer.abortUpload(this.upload);
+  }
+}

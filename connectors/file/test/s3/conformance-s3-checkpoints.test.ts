@@ -1,0 +1,11 @@
+// The S3 file sink against the conformance suite with the job's checkpoints in
+// S3CheckpointStorage, beside the output on the same server.
+import { conformanceSuite } from "@exactly/conformance";
+import { describe, it } from "vitest";
+import { s3Config } from "../../../../test/services/endpoints.ts";
+import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
+
+conformanceSuite(
+  { describe, it },
+  s3FileSinkDefinition({ s3: s3Config(), bucket: "exactly-conformance", checkpoints: "s3", parts: "small" }),
+);

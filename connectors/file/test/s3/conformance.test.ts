@@ -1,0 +1,11 @@
+// The S3 file sink against the conformance suite on the real S3 server, part files below one
+// upload part and checkpoints on the file system (the other files vary one of these).
+import { conformanceSuite } from "@exactly/conformance";
+import { describe, it } from "vitest";
+import { s3Config } from "../../../../test/services/endpoints.ts";
+import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
+
+conformanceSuite(
+  { describe, it },
+  s3FileSinkDefinition({ s3: s3Config(), bucket: "exactly-conformance", checkpoints: "file-system", parts: "small" }),
+);

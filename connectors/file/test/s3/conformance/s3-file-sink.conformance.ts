@@ -1,0 +1,67 @@
+/**
+ * The S3 file sink's conformance definitions. The suite's child process loads this module
+ * for `createSink` (and `createCheckpointStorage`); the test process uses the definitions.
+ * Each scenario writes under a prefix of its own in one bucket.
+ */
+import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
+import { DeliveryGuarantee } from "@exactly/core";
+import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../../src/s3/index.ts";
+import { clearPrefix, ensureBucket, idCountsUnder, openUploads, type S3Config, withS3 } from "../helpers.ts";
+
+export interface S3ConformanceOptions {
+  readonly s3: S3Config;
+  readonly bucket: string;
+  /** Where the job keeps its checkpoints: the scenario's directory, or S3 beside the output. */
+  readonly checkpoints: "file-system" | "s3";
+  /**
+   * "small": every part file below S3's 5 MiB part, one upload part each. "multipart": records
+   * padded so that part files span several 5 MiB upload parts.
+   */
+  readonly parts: "small" | "multipart";
+}
+
+const scopePrefix = (scope: ScenarioScope) => `c/${scope.id}`;
+const outPrefix = (scope: ScenarioScope) => `${scopePrefix(scope)}/out`;
+const checkpointsUrl = (bucket: string, scope: ScenarioScope) => `s3://${bucket}/${scopePrefix(scope)}/checkpoints`;
+/** About 2 KiB a record: 5,000 records make 10 MiB, two to three upload parts per part file. */
+const PADDING = "x".repeat(2000);
+
+export function createSink(context: SinkFactoryContext<S3ConformanceOptions>) {
+  const { s3, bucket, parts } = context.options;
+  return s3FileSink<ConformanceRecord>({
+    bucket,
+    prefix: outPrefix(context.scope),
+    connection: s3,
+    partSizeBytes: MIN_PART_BYTES,
+    // Two buckets, so a transaction spans several part files.
+    bucketAssigner: (r) => `bucket-${r.id % 2}`,
+    ...(parts === "multipart" ? { encoder: (r: ConformanceRecord) => JSON.stringify({ ...r, pad: PADDING }) } : {}),
+  });
+}
+
+export function createCheckpointStorage(context: SinkFactoryContext<S3ConformanceOptions>) {
+  return new S3CheckpointStorage({
+    location: checkpointsUrl(context.options.bucket, context.scope),
+    connection: context.options.s3,
+  });
+}
+
+export function s3FileSinkDefinition(options: S3ConformanceOptions): ConformanceDefinition<S3ConformanceOptions> {
+  const { s3, bucket } = options;
+  return {
+    name: `s3 file sink (${options.parts} parts, checkpoints on ${options.checkpoints === "s3" ? "S3" : "the file system"})`,
+    sinkModule: new URL(import.meta.url),
+    sinkOptions: options,
+    ...(options.checkpoints === "s3" ? { checkpointStorageExport: "createCheckpointStorage" } : {}),
+    guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+    setup: () => withS3(s3, (client) => ensureBucket(client, bucket)),
+    teardown: (scope) => withS3(s3, (client) => clearPrefix(client, bucket, `${scopePrefix(scope)}/`)),
+    readCommitted: (scope) =>
+      withS3(s3, async (client) => {
+        const counts = await idCountsUnder(client, bucket, `${outPrefix(scope)}/`);
+        return [...counts].flatMap(([id, n]) => Array<number>(n).fill(id));
+      }),
+    probeLingering: (scope) =>
+      withS3(s3, async (client) => (await openUploads(client, bucket, `${scopePrefix(scope)}/`)).map((u) => u.key)),
+  };
+}

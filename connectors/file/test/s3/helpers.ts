@@ -1,0 +1,118 @@
+/**
+ * Reading what the S3 file sink left on the real server, as any reader would: the objects
+ * under a prefix (committed output) and the multipart uploads still open (in progress or
+ * lingering). Every test file works in a bucket of its own.
+ */
+import {
+  AbortMultipartUploadCommand,
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import type { S3Config } from "../../../../test/services/endpoints.ts";
+
+export type { S3Config };
+
+export function s3Client(config: S3Config): S3Client {
+  return new S3Client({ ...config, maxAttempts: 3 });
+}
+
+export async function withS3<R>(config: S3Config, use: (client: S3Client) => Promise<R>): Promise<R> {
+  const client = s3Client(config);
+  try {
+    return await use(client);
+  } finally {
+    client.destroy();
+  }
+}
+
+export async function ensureBucket(client: S3Client, bucket: string): Promise<void> {
+  try {
+    await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (error) {
+    const name = (error as { name?: string }).name;
+    if (name !== "BucketAlreadyOwnedByYou" && name !== "BucketAlreadyExists") throw error;
+  }
+}
+
+export async function listKeys(client: S3Client, bucket: string, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }),
+    );
+    for (const o of page.Contents ?? []) if (o.Key) keys.push(o.Key);
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return keys;
+}
+
+export async function readObject(client: S3Client, bucket: string, key: string): Promise<string> {
+  const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+  return (await result.Body?.transformToString("utf8")) ?? "";
+}
+
+/** Each `id` in the JSON lines of every object under `prefix`. */
+export async function idCountsUnder(client: S3Client, bucket: string, prefix: string): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  for (const key of await listKeys(client, bucket, prefix)) {
+    for (const line of (await readObject(client, bucket, key)).split("\n")) {
+      if (!line) continue;
+      const { id } = JSON.parse(line) as { id: number };
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+export async function openUploads(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+): Promise<{ key: string; uploadId: string }[]> {
+  const uploads: { key: string; uploadId: string }[] = [];
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  for (;;) {
+    // No Prefix: MinIO matches it against whole keys only, and would hide every upload.
+    const page = await client.send(
+      new ListMultipartUploadsCommand({
+        Bucket: bucket,
+        ...(keyMarker ? { KeyMarker: keyMarker } : {}),
+        ...(uploadIdMarker ? { UploadIdMarker: uploadIdMarker } : {}),
+      }),
+    );
+    for (const u of page.Uploads ?? []) {
+      if (u.Key?.startsWith(prefix) && u.UploadId) uploads.push({ key: u.Key, uploadId: u.UploadId });
+    }
+    if (!page.IsTruncated) return uploads;
+    keyMarker = page.NextKeyMarker;
+    uploadIdMarker = page.NextUploadIdMarker;
+  }
+}
+
+/** Aborts every upload and deletes every object under `prefix`. */
+export async function clearPrefix(client: S3Client, bucket: string, prefix: string): Promise<void> {
+  for (const u of await openUploads(client, bucket, prefix)) {
+    await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: u.key, UploadId: u.uploadId }));
+  }
+  const keys = await listKeys(client, bucket, prefix);
+  for (let i = 0; i < keys.length; i += 1000) {
+    await client.send(
+      new DeleteObjectsCommand({
+        Bucket: bucket,
+        Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true },
+      }),
+    );
+  }
+}
+
+export async function dropBucket(client: S3Client, bucket: string): Promise<void> {
+  await clearPrefix(client, bucket, "");
+  await client.send(new DeleteBucketCommand({ Bucket: bucket }));
+}
