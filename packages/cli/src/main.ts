@@ -21,12 +21,16 @@ export function buildProgram(): Command {
     .option("--parallelism <p>", "parallelism of every stage", integer, 2)
     .option("--guarantee <g>", "exactly-once or at-least-once", "exactly-once")
     .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
-    .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres or redis", "file")
+    .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres, redis or s3", "file")
     .option("--pg-url <url>", "Postgres connection string for --sink postgres (default: $EXACTLY_PG_URL)")
     .option("--table <name>", "table --sink postgres creates fresh and appends to (default exactly_demo)")
     .option("--pg-sink <kind>", "how --sink postgres keeps exactly-once: two-phase or write-ahead (default two-phase)")
     .option("--redis-url <url>", "Redis URL for --sink redis (default: $EXACTLY_REDIS_URL)")
     .option("--key-prefix <prefix>", "prefix of every key --sink redis writes; cleared at start (default exactly-demo)")
+    .option("--s3-endpoint <url>", "S3-compatible server for --sink s3 (default: $EXACTLY_S3_ENDPOINT, else AWS)")
+    .option("--bucket <name>", "bucket --sink s3 writes to; created if missing")
+    .option("--prefix <prefix>", "key prefix --sink s3 writes under; must be empty (default: a new one per run)")
+    .option("--checkpoints <s3url>", "with --sink s3: keep the checkpoints at s3://bucket/prefix instead of --out")
     .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
     .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
     .option("--json", "print the summary as JSON on the last line", false)
@@ -38,6 +42,7 @@ export function buildProgram(): Command {
           pgSink: "pg-sink",
           redisUrl: "redis-url",
           keyPrefix: "key-prefix",
+          s3Endpoint: "s3-endpoint",
         };
         const fileOnly = [
           "out",
@@ -50,6 +55,10 @@ export function buildProgram(): Command {
           "pgSink",
           "redisUrl",
           "keyPrefix",
+          "s3Endpoint",
+          "bucket",
+          "prefix",
+          "checkpoints",
         ]
           .filter((name) => command.getOptionValueSource(name) === "cli")
           .map((name) => flags[name] ?? name);

@@ -1,6 +1,10 @@
 // A demo's connector is an optional peer: when it is missing, `--sink <name>` fails saying
 // which package to install, instead of a bare module-not-found error. Another import failure
 // is not mistaken for a missing package.
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { loadConnector } from "../src/demo/load-connector.ts";
 
@@ -8,6 +12,14 @@ describe("loading a demo's connector", () => {
   it("a missing package: names the --sink and the install command", async () => {
     await expect(loadConnector("@exactly/no-such-connector", "redis")).rejects.toThrow(
       "--sink redis writes through @exactly/no-such-connector, which is not installed; install it next to @exactly/cli: npm install @exactly/no-such-connector",
+    );
+  });
+
+  it("a connector whose optional peer is missing: names the peer to install", async () => {
+    const module = join(await mkdtemp(join(tmpdir(), "exactly-peer-")), "needs-peer.mjs");
+    await writeFile(module, 'import "@exactly-test/no-such-peer";\n');
+    await expect(loadConnector(pathToFileURL(module).href, "s3", ["@exactly-test/no-such-peer"])).rejects.toThrow(
+      "which needs @exactly-test/no-such-peer, not installed; install it next to @exactly/cli: npm install @exactly-test/no-such-peer",
     );
   });
 

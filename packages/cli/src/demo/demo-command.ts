@@ -5,11 +5,12 @@ import { join, resolve } from "node:path";
 import { DeliveryGuarantee } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
-import { type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
+import { CHECKPOINT_DIR, type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
 import { type PostgresDemoSink, prepareDemoTable, verifyDemoTable } from "./postgres-target.ts";
 import { clearDemoPrefix, type RedisDemoTarget, verifyDemoRedis } from "./redis-target.ts";
+import { prepareS3Prefix, type S3DemoTarget, s3DemoTarget, verifyDemoS3 } from "./s3-target.ts";
 import { type OutputCheck, verifyOutput } from "./verify-output.ts";
 
 export interface DemoOptions {
@@ -23,7 +24,7 @@ export interface DemoOptions {
   readonly rate?: number;
   readonly json: boolean;
   readonly progress: boolean;
-  /** Where the demo writes: "file" (default; rolling files in `out`), "postgres" or "redis". */
+  /** Where the demo writes: "file" (default; rolling files in `out`), "postgres", "redis" or "s3". */
   readonly sink?: string;
   /** For --sink postgres: the server (default $EXACTLY_PG_URL), the table, and how exactly-once is kept. */
   readonly pgUrl?: string;
@@ -32,6 +33,11 @@ export interface DemoOptions {
   /** For --sink redis: the server (default $EXACTLY_REDIS_URL) and the prefix of every key written. */
   readonly redisUrl?: string;
   readonly keyPrefix?: string;
+  /** For --sink s3: the server (default $EXACTLY_S3_ENDPOINT), bucket, prefix, and optional s3:// checkpoints. */
+  readonly s3Endpoint?: string;
+  readonly bucket?: string;
+  readonly prefix?: string;
+  readonly checkpoints?: string;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -48,7 +54,7 @@ export interface DemoSummary extends OutputCheck {
   readonly peakRssMb: number;
   readonly ratePerSecond: number | null;
   readonly out: string;
-  readonly sink: "file" | "postgres" | "redis";
+  readonly sink: DemoSinkKind;
   /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
   readonly table?: string;
   readonly pgSink?: string;
@@ -56,10 +62,15 @@ export interface DemoSummary extends OutputCheck {
   /** For --sink redis: the key prefix, and keys whose count is off. */
   readonly keyPrefix?: string;
   readonly keysWithWrongCount?: number;
+  /** For --sink s3: where the part files are, where the checkpoints were, and uploads of the run left open. */
+  readonly bucket?: string;
+  readonly prefix?: string;
+  readonly checkpointLocation?: string;
+  readonly uploadsLeft?: number;
   readonly ok: boolean;
 }
 
-const SINKS = ["file", "postgres", "redis"] as const;
+const SINKS = ["file", "postgres", "redis", "s3"] as const;
 type DemoSinkKind = (typeof SINKS)[number];
 
 /** Flags that belong to one --sink only. */
@@ -69,6 +80,10 @@ const SINK_FLAGS: ReadonlyArray<readonly [DemoSinkKind, string, keyof DemoOption
   ["postgres", "--pg-sink", "pgSink"],
   ["redis", "--redis-url", "redisUrl"],
   ["redis", "--key-prefix", "keyPrefix"],
+  ["s3", "--s3-endpoint", "s3Endpoint"],
+  ["s3", "--bucket", "bucket"],
+  ["s3", "--prefix", "prefix"],
+  ["s3", "--checkpoints", "checkpoints"],
 ];
 
 function sinkOf(options: DemoOptions): DemoSinkKind {
@@ -147,14 +162,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const sink = sinkOf(options);
   const postgres = sink === "postgres" ? postgresTarget(options) : undefined;
   const redis = sink === "redis" ? redisTarget(options) : undefined;
-  // With --sink postgres or redis, the output directory holds only the checkpoints.
+  const s3: S3DemoTarget | undefined = sink === "s3" ? s3DemoTarget(options) : undefined;
+  // With --sink postgres, redis or s3, the output directory holds only the checkpoints (if any).
   const out = await prepareOutput(options.out);
   if (postgres) await prepareDemoTable(postgres);
   if (redis) await clearDemoPrefix(redis);
+  if (s3) await prepareS3Prefix(s3);
   const keys = 1024;
   const config: DemoJobConfig = {
     ...(postgres ? { postgres } : {}),
     ...(redis ? { redis } : {}),
+    ...(s3 ? { s3 } : {}),
     records: options.records,
     out,
     parallelism: options.parallelism,
@@ -246,12 +264,23 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     ? await verifyDemoTable(postgres, options.records)
     : redis
       ? await verifyDemoRedis(redis, options.records, keys)
-      : await verifyOutput(out, options.records);
+      : s3
+        ? await verifyDemoS3(s3, options.records)
+        : await verifyOutput(out, options.records);
   const preparedLeft = "preparedLeft" in check ? (check.preparedLeft as number) : 0;
+  const uploadsLeft = "uploadsLeft" in check ? (check.uploadsLeft as number) : 0;
   return {
     ...check,
     sink,
     ...(redis ? { keyPrefix: redis.keyPrefix } : {}),
+    ...(s3
+      ? {
+          bucket: s3.bucket,
+          prefix: s3.prefix,
+          checkpointLocation: s3.checkpoints ?? join(out, CHECKPOINT_DIR),
+          uploadsLeft,
+        }
+      : {}),
     ...(postgres ? { table: postgres.table, preparedLeft } : {}),
     // Only an exactly-once demo has a choice of sink class.
     ...(postgres && guarantee === DeliveryGuarantee.EXACTLY_ONCE ? { pgSink: postgres.exactlyOnce } : {}),
@@ -272,7 +301,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       check.duplicated === 0 &&
       check.phantom === 0 &&
       check.keysWithBadSequence === 0 &&
-      preparedLeft === 0,
+      preparedLeft === 0 &&
+      uploadsLeft === 0,
   };
 }
 
@@ -299,6 +329,13 @@ export function formatSummary(s: DemoSummary): string {
           ],
           ["keys miscounted", String(s.keysWithWrongCount)],
           ["checkpoints in", s.out],
+        ] as Array<[string, string]>)
+      : []),
+    ...(s.sink === "s3"
+      ? ([
+          ["output", `s3://${s.bucket}/${s.prefix}/ (${s.files} part files)`],
+          ["uploads left", String(s.uploadsLeft)],
+          ["checkpoints in", s.checkpointLocation ?? s.out],
         ] as Array<[string, string]>)
       : []),
     ...(s.sink === "postgres"

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import {
+  type CheckpointStorage,
   DeliveryGuarantee,
   GeneratorSource,
   type JobClient,
@@ -11,6 +12,7 @@ import {
 import { localFileSink } from "@exactly/file";
 import { DEMO_SINK_NAME, loadPostgresConnector, type PostgresDemoSink } from "./postgres-target.ts";
 import { type RedisDemoTarget, redisDemoSinks } from "./redis-target.ts";
+import { type S3DemoTarget, s3DemoSinks } from "./s3-target.ts";
 
 /** What one demo record looks like in the committed output. */
 export interface DemoRecord {
@@ -33,6 +35,8 @@ export interface DemoJobConfig {
   readonly postgres?: PostgresDemoSink;
   /** Write counts and latest values to this Redis instead (see redis-target.ts). */
   readonly redis?: RedisDemoTarget;
+  /** Write part files to this S3 prefix instead, and perhaps keep the checkpoints on S3 (see s3-target.ts). */
+  readonly s3?: S3DemoTarget;
 }
 
 /**
@@ -41,6 +45,7 @@ export interface DemoJobConfig {
  */
 export async function demoSinks(config: DemoJobConfig): Promise<Record<string, SinkFactory<DemoRecord>>> {
   if (config.redis) return redisDemoSinks(config.redis, config.guarantee);
+  if (config.s3) return s3DemoSinks(config.s3, config.guarantee);
   const target = config.postgres;
   if (!target) {
     return {
@@ -82,7 +87,7 @@ export const CHECKPOINT_DIR = ".checkpoints";
  * The demo job: generated records with unique ids → keyed stage numbering each key's
  * records from checkpointed state → the sinks (rolling local files, a Postgres table, or Redis).
  * Checkpoints go to a hidden folder inside the output directory, so the output's visible
- * files are exactly what was committed.
+ * files are exactly what was committed, or to `storage` when given (S3).
  */
 export function startDemoJob(
   config: DemoJobConfig,
@@ -90,11 +95,12 @@ export function startDemoJob(
   onGenerated: (index: number) => void,
   events: JobEvents,
   logger: Logger,
+  storage?: CheckpointStorage,
 ): JobClient {
   const job = new StreamJob({
     name: "exactly-demo",
     parallelism: config.parallelism,
-    checkpoint: { storage: join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },
+    checkpoint: { storage: storage ?? join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },
     restart: { maxRestarts: 3 },
     logger,
   });

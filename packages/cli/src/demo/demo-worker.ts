@@ -5,6 +5,7 @@
 import { consoleLogger, silentLogger } from "@exactly/core";
 import { type DemoJobConfig, demoSinks, startDemoJob } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
+import { s3DemoCheckpoints } from "./s3-target.ts";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as DemoJobConfig;
 const send = (message: WorkerMessage) => process.send?.(message);
@@ -26,6 +27,7 @@ const client = startDemoJob(
       send({ type: "restarted", error: error instanceof Error ? error.message : String(error) }),
   },
   process.env.EXACTLY_DEMO_VERBOSE ? consoleLogger : silentLogger,
+  config.s3 ? await s3DemoCheckpoints(config.s3) : undefined,
 );
 
 const report = () => send({ type: "progress", generated, checkpoints, maxRssKb: process.resourceUsage().maxRSS });
