@@ -7,6 +7,7 @@ import {
   CreateMultipartUploadCommand,
   HeadObjectCommand,
   type HeadObjectCommandOutput,
+  ListPartsCommand,
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
@@ -215,11 +216,27 @@ export class S3RecoverableWriter implements RecoverableWriter {
           `(${head.ContentLength} bytes, nonce ${head.Metadata?.[NONCE_METADATA] ?? "none"}; ours ${part.length}, ${upload.nonce}); the server answered ${said}`,
       );
     }
-    if (isTransientS3Error(error)) throw error;
+    // No object. Lost only if the server says the upload is gone: some answer a completion of
+    // an aborted upload with NoSuchUpload, others with a 500 or a page that is not XML (moto).
+    if (s3ErrorName(error) !== "NoSuchUpload" && (await this.uploadExists(upload)) !== false) throw error;
     throw new PartLostError(
       part,
-      `was never published: s3://${upload.bucket}/${upload.key} does not exist and completing upload ${upload.uploadId} failed with ${said}`,
+      `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone (completing it failed with ${said})`,
     );
+  }
+
+  /** Whether the server still holds the upload: ListParts answers NoSuchUpload when it does not; undefined if it cannot tell now. */
+  private async uploadExists(upload: MultipartUploadState): Promise<boolean | undefined> {
+    try {
+      await this.client.send(
+        new ListPartsCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId, MaxParts: 1 }),
+      );
+      return true;
+    } catch (error) {
+      if (s3ErrorName(error) === "NoSuchUpload") return false;
+      if (isTransientS3Error(error)) return undefined;
+      throw error;
+    }
   }
 
   async head(bucket: string, key: string): Promise<HeadObjectCommandOutput | undefined> {
