@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
-# Starts the local test services (Kafka, Postgres, Redis, a Redis Cluster, S3) on this machine and prints their
+# Starts the local test services (Kafka, Postgres, Redis, a Redis Cluster, S3 on MinIO and on moto) on this machine and prints their
 # endpoints. Assumes Node 24 and pnpm on PATH and the workspace's dependencies installed.
 # The first run on a fresh machine installs what is missing (apt, Maven Central, Go module
 # proxy or PyPI) and takes minutes; later runs reuse /var/cache/exactly-services.
 #
 # .ci/run calls this, then: eval "$(node test/services/cli.ts env)"
 #
-# Usage: .ci/services.sh [kafka|postgres|redis|redis-cluster|s3 ...]   (all by default)
+# Usage: .ci/services.sh [kafka|postgres|redis|redis-cluster|s3|s3-moto ...]   (all by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 services=("$@")
-if [ ${#services[@]} -eq 0 ]; then services=(kafka postgres redis redis-cluster s3); fi
+if [ ${#services[@]} -eq 0 ]; then services=(kafka postgres redis redis-cluster s3 s3-moto); fi
 
 if ! node test/services/cli.ts up "${services[@]}"; then
   echo "services failed to start; logs of the failing ones follow" >&2

@@ -12,6 +12,7 @@ import { postgres } from "./postgres/module.ts";
 import { redis } from "./redis/module.ts";
 import { redisCluster } from "./redis-cluster/module.ts";
 import { s3 } from "./s3/module.ts";
+import { s3Moto } from "./s3-moto/module.ts";
 
 function resolved<E>(module: ServiceModule<E>): Resolved<E> {
   const entry = (inject(PROVIDED_KEY) as ProvidedServices | undefined)?.[module.name];
@@ -70,10 +71,29 @@ export interface S3Config {
   credentials: { accessKeyId: string; secretAccessKey: string };
 }
 
-/** Options for `new S3Client(...)` from @aws-sdk/client-s3. */
-export function s3Config(): S3Config {
-  const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = resolved(s3).endpoint;
+function s3ConfigOf(module: typeof s3 | typeof s3Moto): S3Config {
+  const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = resolved(module).endpoint;
   return { endpoint, region, forcePathStyle, credentials: { accessKeyId, secretAccessKey } };
+}
+
+/** Options for `new S3Client(...)` from @aws-sdk/client-s3: the main S3 server (MinIO). */
+export function s3Config(): S3Config {
+  return s3ConfigOf(s3);
+}
+
+/** The second S3 implementation (moto), which answers some calls differently from MinIO. */
+export function s3MotoConfig(): S3Config {
+  return s3ConfigOf(s3Moto);
+}
+
+/** Restarts the S3 server behind `s3Config()` (SIGTERM, start on the same data). Callers run alone. */
+export async function restartS3(): Promise<void> {
+  await restartService(s3, resolved(s3));
+}
+
+/** SIGKILLs the S3 server behind `s3Config()` and starts it again on its data directory. */
+export async function crashS3(): Promise<void> {
+  await crashService(s3, resolved(s3));
 }
 
 /** Where a service's endpoint came from: environment variable, container or local launcher. */

@@ -7,8 +7,9 @@ import { postgres } from "./postgres/module.ts";
 import { redis } from "./redis/module.ts";
 import { redisCluster } from "./redis-cluster/module.ts";
 import { s3 } from "./s3/module.ts";
+import { s3Moto } from "./s3-moto/module.ts";
 
-const modules = [kafka, postgres, redis, redisCluster, s3] as const;
+const modules = [kafka, postgres, redis, redisCluster, s3, s3Moto] as const;
 
 export type ServiceName = (typeof modules)[number]["name"];
 

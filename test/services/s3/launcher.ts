@@ -10,10 +10,10 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { aptTool } from "../core/apt.ts";
-import { type DaemonSpec, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
+import { crashDaemon, type DaemonSpec, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { appendLog, capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
-import type { Launcher, UpResult } from "../core/service-module.ts";
+import type { Launcher, ServiceModule, UpResult } from "../core/service-module.ts";
 import { errorMessage } from "../core/wait.ts";
 import { DEFAULT_S3_REGION, type S3Endpoint, s3 } from "./module.ts";
 
@@ -163,37 +163,53 @@ const minio: DaemonSpec<S3Endpoint> = {
   stopSignal: "SIGTERM",
 };
 
-const moto: DaemonSpec<S3Endpoint> = {
-  module: s3,
-  host: HOST,
-  ports: [PORT],
-  endpoint,
-  looksLikeOurs: (cmdline) => cmdline.includes(join(motoVenv, "bin")) && cmdline.includes(String(PORT)),
-  install: async (progress) => {
-    const marker = join(motoVenv, "installed");
-    if (existsSync(marker)) return;
-    const log = logFile("s3");
-    const python = await ensurePythonVenv(log, progress);
-    progress(`installing moto[server]==${MOTO_VERSION} into ${motoVenv}`);
-    await run(python, ["-m", "venv", "--clear", motoVenv], { log });
-    await run(join(motoVenv, "bin", "pip"), ["install", "--quiet", `moto[server]==${MOTO_VERSION}`], {
-      log,
-      progress,
-      heartbeat: "still installing moto",
-    });
-    writeFileSync(marker, `${new Date().toISOString()}\n`);
-  },
-  start: async () => {
-    spawnDaemon(join(motoVenv, "bin", "moto_server"), ["-H", HOST, "-p", String(PORT)], {
-      log: logFile("s3"),
-      pidFile: pidFile("s3"),
-      cwd: s3Dir(),
-    });
-    writeFileSync(serverFile(), "moto\n");
-  },
-  readyTimeoutMs: 60_000,
-  stopSignal: "SIGTERM",
-};
+/**
+ * moto's server mode as a daemon of `module` on `port`, state in `dir`. The s3 service falls
+ * back to it on its own port; the s3-moto service runs it beside MinIO, as the second S3
+ * implementation the sink's tests run against.
+ */
+export function motoDaemon(options: {
+  module: ServiceModule<S3Endpoint>;
+  port: number;
+  dir: () => string;
+  endpoint: () => S3Endpoint;
+  onStart?: () => void;
+}): DaemonSpec<S3Endpoint> {
+  const { module, port, dir } = options;
+  return {
+    module,
+    host: HOST,
+    ports: [port],
+    endpoint: options.endpoint,
+    looksLikeOurs: (cmdline) => cmdline.includes(join(motoVenv, "bin")) && cmdline.includes(String(port)),
+    install: async (progress) => {
+      const marker = join(motoVenv, "installed");
+      if (existsSync(marker)) return;
+      const log = logFile(module.name);
+      const python = await ensurePythonVenv(log, progress);
+      progress(`installing moto[server]==${MOTO_VERSION} into ${motoVenv}`);
+      await run(python, ["-m", "venv", "--clear", motoVenv], { log });
+      await run(join(motoVenv, "bin", "pip"), ["install", "--quiet", `moto[server]==${MOTO_VERSION}`], {
+        log,
+        progress,
+        heartbeat: "still installing moto",
+      });
+      writeFileSync(marker, `${new Date().toISOString()}\n`);
+    },
+    start: async () => {
+      spawnDaemon(join(motoVenv, "bin", "moto_server"), ["-H", HOST, "-p", String(port)], {
+        log: logFile(module.name),
+        pidFile: pidFile(module.name),
+        cwd: dir(),
+      });
+      options.onStart?.();
+    },
+    readyTimeoutMs: 60_000,
+    stopSignal: "SIGTERM",
+  };
+}
+
+const moto = motoDaemon({ module: s3, port: PORT, dir: s3Dir, endpoint, onStart: () => writeFileSync(serverFile(), "moto\n") });
 
 function wanted(): S3Server | undefined {
   const choice = process.env.EXACTLY_S3_SERVER?.trim();
@@ -236,8 +252,27 @@ function withServer(server: S3Server, result: UpResult<S3Endpoint>): UpResult<S3
   return { ...result, detail: `${server}: ${result.detail}` };
 }
 
+/** Whether `target` is this launcher's server, running now (so a test may restart or crash it). */
+function owns(target: S3Endpoint): boolean {
+  return target.endpoint === endpoint().endpoint && runningSpec() !== undefined;
+}
+
+function running(): DaemonSpec<S3Endpoint> {
+  const spec = runningSpec();
+  if (!spec) throw new Error("the launcher's S3 server is not running");
+  return spec;
+}
+
 export const s3Launcher: Launcher<S3Endpoint> = {
   endpoint,
+  owns,
+  // SIGTERM, then start again on the same data directory.
+  restart: async () => {
+    const spec = running();
+    await downDaemon(spec, () => undefined);
+    await upDaemon(spec, () => undefined);
+  },
+  crash: () => crashDaemon(running()),
   runningPid: () => {
     const running = runningSpec();
     return running && daemonPid(running);

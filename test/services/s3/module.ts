@@ -45,4 +45,5 @@ export const s3: ServiceModule<S3Endpoint, "s3"> = {
   startContainer: async () => (await import("./container.ts")).startS3Container(),
   launcher: async () => (await import("./launcher.ts")).s3Launcher,
   probe: async (endpoint) => (await import("./probe.ts")).probeS3(endpoint),
+  restart: { label: "S3 server", commandVariable: "EXACTLY_S3_RESTART_COMMAND", timeoutMs: 60_000 },
 };
