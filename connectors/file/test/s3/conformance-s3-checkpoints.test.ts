@@ -7,5 +7,11 @@ import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts"
 
 conformanceSuite(
   { describe, it },
-  s3FileSinkDefinition({ s3: s3Config(), bucket: "exactly-conformance", checkpoints: "s3", parts: "small" }),
+  s3FileSinkDefinition({
+    server: "MinIO",
+    s3: s3Config(),
+    bucket: "exactly-conformance",
+    checkpoints: "s3",
+    parts: "small",
+  }),
 );

@@ -52,6 +52,24 @@ export async function listKeys(client: S3Client, bucket: string, prefix: string)
   return keys;
 }
 
+/** Objects under `prefix` with their ETags (a multipart object's ends in `-<parts>`). */
+export async function listObjects(
+  client: S3Client,
+  bucket: string,
+  prefix: string,
+): Promise<{ key: string; etag: string }[]> {
+  const objects: { key: string; etag: string }[] = [];
+  let token: string | undefined;
+  do {
+    const page = await client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }),
+    );
+    for (const o of page.Contents ?? []) if (o.Key) objects.push({ key: o.Key, etag: o.ETag ?? "" });
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return objects;
+}
+
 export async function readObject(client: S3Client, bucket: string, key: string): Promise<string> {
   const result = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
   return (await result.Body?.transformToString("utf8")) ?? "";

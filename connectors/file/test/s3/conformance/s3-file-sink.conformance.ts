@@ -6,7 +6,15 @@
 import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
 import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../../src/s3/index.ts";
-import { clearPrefix, ensureBucket, idCountsUnder, openUploads, type S3Config, withS3 } from "../helpers.ts";
+import {
+  clearPrefix,
+  ensureBucket,
+  idCountsUnder,
+  listObjects,
+  openUploads,
+  type S3Config,
+  withS3,
+} from "../helpers.ts";
 
 export interface S3ConformanceOptions {
   readonly s3: S3Config;
@@ -18,7 +26,16 @@ export interface S3ConformanceOptions {
    * padded so that part files span several 5 MiB upload parts.
    */
   readonly parts: "small" | "multipart";
+  /** Which S3 implementation, for the suite's name. */
+  readonly server: string;
 }
+
+/**
+ * Per scenario of a "multipart" definition, the most upload parts one committed part file
+ * had (from its ETag, `"…-<parts>"`), read at teardown: the test file checks that some
+ * scenarios did commit part files of several parts.
+ */
+export const uploadPartsSeen = new Map<string, number>();
 
 const scopePrefix = (scope: ScenarioScope) => `c/${scope.id}`;
 const outPrefix = (scope: ScenarioScope) => `${scopePrefix(scope)}/out`;
@@ -33,8 +50,8 @@ export function createSink(context: SinkFactoryContext<S3ConformanceOptions>) {
     prefix: outPrefix(context.scope),
     connection: s3,
     partSizeBytes: MIN_PART_BYTES,
-    // Two buckets, so a transaction spans several part files.
-    bucketAssigner: (r) => `bucket-${r.id % 2}`,
+    // Two buckets, so a transaction spans several part files; one for multipart parts, so they grow faster.
+    bucketAssigner: (r) => (parts === "multipart" ? "all" : `bucket-${r.id % 2}`),
     ...(parts === "multipart" ? { encoder: (r: ConformanceRecord) => JSON.stringify({ ...r, pad: PADDING }) } : {}),
   });
 }
@@ -49,13 +66,22 @@ export function createCheckpointStorage(context: SinkFactoryContext<S3Conformanc
 export function s3FileSinkDefinition(options: S3ConformanceOptions): ConformanceDefinition<S3ConformanceOptions> {
   const { s3, bucket } = options;
   return {
-    name: `s3 file sink (${options.parts} parts, checkpoints on ${options.checkpoints === "s3" ? "S3" : "the file system"})`,
+    name: `s3 file sink on ${options.server} (${options.parts} parts, checkpoints on ${options.checkpoints === "s3" ? "S3" : "the file system"})`,
     sinkModule: new URL(import.meta.url),
     sinkOptions: options,
     ...(options.checkpoints === "s3" ? { checkpointStorageExport: "createCheckpointStorage" } : {}),
     guarantee: DeliveryGuarantee.EXACTLY_ONCE,
     setup: () => withS3(s3, (client) => ensureBucket(client, bucket)),
-    teardown: (scope) => withS3(s3, (client) => clearPrefix(client, bucket, `${scopePrefix(scope)}/`)),
+    teardown: (scope) =>
+      withS3(s3, async (client) => {
+        if (options.parts === "multipart") {
+          const parts = (await listObjects(client, bucket, `${outPrefix(scope)}/`)).map((o) =>
+            Number(/-(\d+)"?$/.exec(o.etag)?.[1] ?? 1),
+          );
+          uploadPartsSeen.set(scope.id, Math.max(0, ...parts));
+        }
+        await clearPrefix(client, bucket, `${scopePrefix(scope)}/`);
+      }),
     readCommitted: (scope) =>
       withS3(s3, async (client) => {
         const counts = await idCountsUnder(client, bucket, `${outPrefix(scope)}/`);

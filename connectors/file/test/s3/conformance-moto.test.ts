@@ -1,0 +1,17 @@
+// The S3 file sink against the conformance suite on a second S3 implementation (moto), which
+// answers a repeated or impossible completion differently from MinIO, with checkpoints on S3.
+import { conformanceSuite } from "@exactly/conformance";
+import { describe, it } from "vitest";
+import { s3MotoConfig } from "../../../../test/services/endpoints.ts";
+import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
+
+conformanceSuite(
+  { describe, it },
+  s3FileSinkDefinition({
+    server: "moto",
+    s3: s3MotoConfig(),
+    bucket: "exactly-conformance",
+    checkpoints: "s3",
+    parts: "small",
+  }),
+);
