@@ -4,7 +4,7 @@
  * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
  *
  *   pnpm bench [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N] [--redis-naive-records N]
- *              [--only file|kafka|postgres|redis] [--rounds R]
+ *              [--s3-mib N] [--only file|kafka|postgres|redis|s3] [--rounds R]
  *
  * A list of record counts runs the suite once per count, each with its own table. Below each
  * table, a suite's comparisons give the ratios its issue sets targets for (a sink against the
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     "pg-records": { type: "string", default: "200000" },
     "redis-records": { type: "string", default: "1000000" },
     "redis-naive-records": { type: "string", default: "20000" },
+    "s3-mib": { type: "string", default: "1024" },
     only: { type: "string" },
     rounds: { type: "string", default: "1" },
   },
@@ -137,6 +138,26 @@ const suites: Suite[] = [
     ...(process.env.EXACTLY_REDIS_URL
       ? {}
       : { unavailable: 'EXACTLY_REDIS_URL is not set (pnpm services up redis, then eval "$(pnpm -s services env)")' }),
+  },
+  {
+    connector: "s3",
+    script: fileURLToPath(new URL("./cases/s3-cases.ts", import.meta.url)),
+    cases: [
+      "s3 sink, exactly-once",
+      "s3 sink, exactly-once, checkpoints on S3",
+      "s3 sink, at-least-once",
+      "raw SDK multipart upload",
+    ],
+    // Lines of about 1,070 bytes: --s3-mib MiB of them.
+    sizes: [Math.round((Number(values["s3-mib"]) * 1024 * 1024) / 1070)],
+    comparisons: [
+      ["s3 sink, exactly-once", "raw SDK multipart upload"],
+      ["s3 sink, at-least-once", "raw SDK multipart upload"],
+      ["s3 sink, exactly-once, checkpoints on S3", "s3 sink, exactly-once"],
+    ],
+    ...(process.env.EXACTLY_S3_ENDPOINT
+      ? {}
+      : { unavailable: 'EXACTLY_S3_ENDPOINT is not set (pnpm services up s3, then eval "$(pnpm -s services env)")' }),
   },
 ];
 
