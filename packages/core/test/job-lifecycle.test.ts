@@ -5,6 +5,7 @@ import {
   ArraySource,
   ConfigurationError,
   FileSource,
+  FileSystemCheckpointStorage,
   GeneratorSource,
   JobFailedError,
   RecordWriteError,
@@ -69,6 +70,40 @@ describe("job lifecycle", () => {
     const result = await job.execute({ onRestart: ({ delayMs }) => restarts.push(delayMs) });
     expect(result.restarts).toBe(1);
     expect(restarts).toEqual([10]);
+    expect([...store.committed].sort((a, b) => (a as number) - (b as number))).toEqual(
+      Array.from({ length: 8000 }, (_, i) => i),
+    );
+  });
+
+  it("a checkpoint storage unreachable while the job restarts fails that attempt, and the next one restores", async () => {
+    const store = new MemoryStore();
+    FailingOnceSink.written = 0;
+    FailingOnceSink.failed = false;
+    FailingOnceSink.after = 3000;
+    // The storage answers every call but the restarted attempt's first loadLatest (S3 restarting, say).
+    const storage = new FileSystemCheckpointStorage(await tempDir());
+    let loads = 0;
+    const flaky = Object.assign(Object.create(storage) as FileSystemCheckpointStorage, {
+      loadLatest: () => {
+        loads++;
+        if (loads === 2)
+          return Promise.reject(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }));
+        return storage.loadLatest();
+      },
+    });
+    const job = new StreamJob({
+      name: "storage-down",
+      checkpoint: { storage: flaky, intervalMs: 20 },
+      restart: { initialDelayMs: 10 },
+      logger: silentLogger,
+      batchSize: 100,
+    });
+    job
+      .fromSource(new GeneratorSource({ count: 8000, ratePerSecond: 40_000, generate: (i) => i }))
+      .sinkTo(() => new FailingOnceSink(store), { name: "mem" });
+    const result = await job.execute();
+    expect(loads).toBe(3);
+    expect(result.restarts).toBe(2);
     expect([...store.committed].sort((a, b) => (a as number) - (b as number))).toEqual(
       Array.from({ length: 8000 }, (_, i) => i),
     );

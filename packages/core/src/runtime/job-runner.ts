@@ -66,25 +66,28 @@ export function startJob(
     let checkpoints = 0;
     let firstRestored: number | undefined;
     for (let attempt = 1; ; attempt++) {
-      const restored = await storage.loadLatest();
-      if (restored && restored.metadata.maxParallelism !== graph.maxParallelism) {
-        throw new ConfigurationError(
-          "maxParallelism",
-          `checkpoint ${restored.metadata.checkpointId} was taken with maxParallelism ${restored.metadata.maxParallelism}, the job now has ${graph.maxParallelism}; keyed state cannot be restored`,
-        );
-      }
-      if (attempt === 1) firstRestored = restored?.metadata.checkpointId;
-      const execution = new JobExecution(graph, { ...base, listener: events }, restored);
-      current = execution;
-      if (stopRequested) execution.requestStop();
-      events.onStart?.({ attempt, restoredCheckpointId: restored?.metadata.checkpointId });
       const startedAt = Date.now();
+      let execution: JobExecution | undefined;
       try {
+        // Inside the attempt: checkpoint storage that is unreachable for a while (S3 restarting)
+        // fails this attempt and is retried with the others, rather than ending the job.
+        const restored = await storage.loadLatest();
+        if (restored && restored.metadata.maxParallelism !== graph.maxParallelism) {
+          throw new ConfigurationError(
+            "maxParallelism",
+            `checkpoint ${restored.metadata.checkpointId} was taken with maxParallelism ${restored.metadata.maxParallelism}, the job now has ${graph.maxParallelism}; keyed state cannot be restored`,
+          );
+        }
+        if (attempt === 1) firstRestored = restored?.metadata.checkpointId;
+        execution = new JobExecution(graph, { ...base, listener: events }, restored);
+        current = execution;
+        if (stopRequested) execution.requestStop();
+        events.onStart?.({ attempt, restoredCheckpointId: restored?.metadata.checkpointId });
         await execution.run();
         checkpoints += execution.checkpointsCompleted;
         return { checkpointsCompleted: checkpoints, restarts, restoredCheckpointId: firstRestored };
       } catch (error) {
-        checkpoints += execution.checkpointsCompleted;
+        checkpoints += execution?.checkpointsCompleted ?? 0;
         if (cancelled || error instanceof ConfigurationError) throw error;
         if (Date.now() - startedAt >= resetAfter) {
           failuresInRow = 0;
