@@ -39,13 +39,14 @@ export default defineConfig({
             "connectors/kafka/test/broker-restart.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
+            "connectors/file/test/s3/s3-faults.test.ts",
           ],
           ...services,
           sequence: { groupOrder: 1 },
         },
       },
       {
-        // Restart the Postgres server, the Kafka broker and Redis (and SIGKILL Redis), which ends every
+        // Restart the Postgres server, the Kafka broker, Redis and S3 (and SIGKILL Redis and S3), which ends every
         // session on them: runs before the rest.
         extends: true,
         test: {
@@ -55,6 +56,7 @@ export default defineConfig({
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/kafka/test/broker-restart.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
+            "connectors/file/test/s3/s3-faults.test.ts",
           ],
           ...services,
           sequence: { groupOrder: 0 },

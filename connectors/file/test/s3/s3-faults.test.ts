@@ -1,0 +1,96 @@
+// The S3 server going away in the middle of a job, for real: a restart (SIGTERM, start again
+// on the same data) and a crash (SIGKILL, start again). The job rides through (requests fail;
+// the SDK retries, or the job restarts from its last checkpoint) and the result is exact:
+// every record once, no multipart upload left, with checkpoints on local disk and on S3 itself.
+// Runs in the "services-restart" project, alone: the fault ends every connection to the server.
+
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { crashS3, restartS3, s3Config } from "../../../../test/services/endpoints.ts";
+import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
+import { dropBucket, ensureBucket, idCountsUnder, listKeys, openUploads, s3Client } from "./helpers.ts";
+
+const bucket = `exactly-faults-${randomBytes(4).toString("hex")}`;
+let client: S3Client | undefined;
+async function s3(): Promise<S3Client> {
+  if (!client) {
+    client = s3Client(s3Config());
+    await ensureBucket(client, bucket);
+  }
+  return client;
+}
+afterAll(async () => {
+  if (!client) return;
+  await dropBucket(client, bucket);
+  client.destroy();
+});
+
+const RECORDS = 40_000;
+
+async function runThroughFault(prefix: string, checkpointsOnS3: boolean, fault: () => Promise<void>) {
+  const s3client = await s3();
+  const pad = "z".repeat(300);
+  const job = new StreamJob({
+    name: "s3-fault",
+    parallelism: 2,
+    checkpoint: {
+      storage: checkpointsOnS3
+        ? new S3CheckpointStorage({ location: `s3://${bucket}/${prefix}-checkpoints`, connection: s3Config() })
+        : await mkdtemp(join(tmpdir(), "exactly-s3-fault-")),
+      intervalMs: 300,
+    },
+    restart: { maxRestarts: 50, initialDelayMs: 200, maxDelayMs: 1000 },
+    logger: silentLogger,
+    batchSize: 200,
+  });
+  job
+    .fromSource(
+      new GeneratorSource({ count: RECORDS, splits: 4, ratePerSecond: 8_000, generate: (id) => ({ id, pad }) }),
+    )
+    .sinkTo(
+      () =>
+        s3FileSink({
+          bucket,
+          prefix,
+          connection: { ...s3Config(), maxAttempts: 2 },
+          partSizeBytes: MIN_PART_BYTES,
+          bucketAssigner: (r: { id: number }) => `b${r.id % 2}`,
+        }),
+      { name: "s3-out" },
+    );
+  let ended = false;
+  const running = job.execute().finally(() => {
+    ended = true;
+  });
+  await new Promise((r) => setTimeout(r, 2000));
+  const publishedBefore = (await listKeys(s3client, bucket, `${prefix}/`)).length;
+  await fault();
+  const endedBeforeFault = ended;
+  const { restarts } = await running;
+  return { restarts, publishedBefore, endedBeforeFault };
+}
+
+describe("S3 server faults", () => {
+  it.each([
+    ["restarted", false, restartS3],
+    ["SIGKILLed", false, crashS3],
+    ["restarted, checkpoints on S3", true, restartS3],
+    ["SIGKILLed, checkpoints on S3", true, crashS3],
+  ] as const)("exactly once when the server is %s mid-run", async (_what, checkpointsOnS3, fault) => {
+    const prefix = `fault-${randomBytes(4).toString("hex")}`;
+    const run = await runThroughFault(prefix, checkpointsOnS3, fault);
+    // The fault came mid-run: after the first commits, before the end.
+    expect(run.endedBeforeFault).toBe(false);
+    expect(run.publishedBefore).toBeGreaterThan(0);
+    const s3client = await s3();
+    const counts = await idCountsUnder(s3client, bucket, `${prefix}/`);
+    expect(counts.size).toBe(RECORDS);
+    expect([...counts.values()].filter((n) => n !== 1)).toEqual([]);
+    expect(await openUploads(s3client, bucket, `${prefix}/`)).toEqual([]);
+  });
+});
