@@ -3,6 +3,8 @@
  * under a prefix (committed output) and the multipart uploads still open (in progress or
  * lingering). Every test file works in a bucket of its own.
  */
+
+import { randomBytes } from "node:crypto";
 import {
   AbortMultipartUploadCommand,
   CreateBucketCommand,
@@ -13,6 +15,7 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from "@aws-sdk/client-s3";
+import { afterAll } from "vitest";
 import type { S3Config } from "../../../../test/services/endpoints.ts";
 
 export type { S3Config };
@@ -133,4 +136,28 @@ export async function clearPrefix(client: S3Client, bucket: string, prefix: stri
 export async function dropBucket(client: S3Client, bucket: string): Promise<void> {
   await clearPrefix(client, bucket, "");
   await client.send(new DeleteBucketCommand({ Bucket: bucket }));
+}
+
+/**
+ * A bucket of the test file's own, created on first use inside a test (so that a missing
+ * server fails the test, not a hook) and dropped with everything in it after the file.
+ */
+export function testBucket(label: string, config: () => S3Config): { bucket: string; s3: () => Promise<S3Client> } {
+  const bucket = `exactly-${label}-${randomBytes(4).toString("hex")}`;
+  let client: S3Client | undefined;
+  afterAll(async () => {
+    if (!client) return;
+    await dropBucket(client, bucket);
+    client.destroy();
+  });
+  return {
+    bucket,
+    s3: async () => {
+      if (!client) {
+        client = s3Client(config());
+        await ensureBucket(client, bucket);
+      }
+      return client;
+    },
+  };
 }

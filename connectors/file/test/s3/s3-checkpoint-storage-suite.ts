@@ -6,31 +6,15 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import type { S3Client } from "@aws-sdk/client-s3";
 import type { CheckpointMetadata } from "@exactly/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CheckpointOwnershipError, S3CheckpointStorage } from "../../src/s3/index.ts";
-import { dropBucket, ensureBucket, listKeys, type S3Config, s3Client } from "./helpers.ts";
+import { listKeys, type S3Config, testBucket } from "./helpers.ts";
 
 /** The suite, against the server `s3Config()` names (read inside each test, so a missing server fails it). */
 export function s3CheckpointStorageSuite(server: string, s3Config: () => S3Config): void {
   describe(`S3CheckpointStorage on ${server}`, () => {
-    const bucket = `exactly-checkpoints-${randomBytes(4).toString("hex")}`;
-    let client: S3Client | undefined;
-
-    async function s3(): Promise<S3Client> {
-      if (!client) {
-        client = s3Client(s3Config());
-        await ensureBucket(client, bucket);
-      }
-      return client;
-    }
-
-    afterAll(async () => {
-      if (!client) return;
-      await dropBucket(client, bucket);
-      client.destroy();
-    });
+    const { bucket, s3 } = testBucket("checkpoints", s3Config);
 
     const fresh = async (retained?: number) => {
       await s3();

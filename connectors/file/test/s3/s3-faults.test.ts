@@ -8,27 +8,13 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { S3Client } from "@aws-sdk/client-s3";
 import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { crashS3, restartS3, s3Config } from "../../../../test/services/endpoints.ts";
 import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
-import { dropBucket, ensureBucket, idCountsUnder, listKeys, openUploads, s3Client } from "./helpers.ts";
+import { idCountsUnder, listKeys, openUploads, testBucket } from "./helpers.ts";
 
-const bucket = `exactly-faults-${randomBytes(4).toString("hex")}`;
-let client: S3Client | undefined;
-async function s3(): Promise<S3Client> {
-  if (!client) {
-    client = s3Client(s3Config());
-    await ensureBucket(client, bucket);
-  }
-  return client;
-}
-afterAll(async () => {
-  if (!client) return;
-  await dropBucket(client, bucket);
-  client.destroy();
-});
+const { bucket, s3 } = testBucket("faults", s3Config);
 
 const RECORDS = 40_000;
 

@@ -13,7 +13,6 @@ import {
   HeadObjectCommand,
   ListPartsCommand,
   PutObjectCommand,
-  type S3Client,
 } from "@aws-sdk/client-s3";
 import {
   ArraySource,
@@ -23,20 +22,11 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PartExistsError, PartLostError, UnsafeBucketPathError } from "../../src/index.ts";
 import { MIN_PART_BYTES, S3RecoverableWriter, s3FileSink } from "../../src/s3/index.ts";
 import type { S3JobConfig } from "./fixtures/s3-job.ts";
-import {
-  dropBucket,
-  ensureBucket,
-  idCountsUnder,
-  listKeys,
-  openUploads,
-  readObject,
-  type S3Config,
-  s3Client,
-} from "./helpers.ts";
+import { idCountsUnder, listKeys, openUploads, readObject, type S3Config, testBucket } from "./helpers.ts";
 
 const temp = () => mkdtemp(join(tmpdir(), "exactly-s3-"));
 
@@ -64,23 +54,7 @@ function startJob(config: S3JobConfig, fault?: string) {
 /** The suite, against the server `s3Config()` names (read inside each test, so a missing server fails it). */
 export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
   describe(`S3 file sink on ${server}`, () => {
-    let client: S3Client | undefined;
-    const bucket = `exactly-sink-${randomBytes(4).toString("hex")}`;
-
-    /** The test's client and bucket, made inside the test so that a missing server fails it. */
-    async function s3(): Promise<S3Client> {
-      if (!client) {
-        client = s3Client(s3Config());
-        await ensureBucket(client, bucket);
-      }
-      return client;
-    }
-
-    afterAll(async () => {
-      if (!client) return;
-      await dropBucket(client, bucket);
-      client.destroy();
-    });
+    const { bucket, s3 } = testBucket("sink", s3Config);
 
     function writer(prefix: string): S3RecoverableWriter {
       return new S3RecoverableWriter({ bucket, prefix, connection: s3Config(), partSizeBytes: MIN_PART_BYTES });
