@@ -3,8 +3,8 @@
 import { daemonLauncher } from "../core/launcher.ts";
 import { serviceDir } from "../core/paths.ts";
 import type { Launcher } from "../core/service-module.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/module.ts";
 import { motoDaemon } from "../s3/launcher.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/module.ts";
 import { s3Moto } from "./module.ts";
 
 const PORT = 29000;

@@ -209,7 +209,13 @@ export function motoDaemon(options: {
   };
 }
 
-const moto = motoDaemon({ module: s3, port: PORT, dir: s3Dir, endpoint, onStart: () => writeFileSync(serverFile(), "moto\n") });
+const moto = motoDaemon({
+  module: s3,
+  port: PORT,
+  dir: s3Dir,
+  endpoint,
+  onStart: () => writeFileSync(serverFile(), "moto\n"),
+});
 
 function wanted(): S3Server | undefined {
   const choice = process.env.EXACTLY_S3_SERVER?.trim();
