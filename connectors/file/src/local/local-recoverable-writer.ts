@@ -3,6 +3,7 @@ import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } f
 import { dirname, join, relative } from "node:path";
 import { fsyncDirectory, isAlreadyExists, isNotFound } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
+import { LineBuffer } from "../line-buffer.ts";
 import {
   type LingeringFilter,
   type OpenPart,
@@ -12,7 +13,6 @@ import {
   type RecoverableWriter,
 } from "../recoverable-writer.ts";
 
-const FLUSH_BYTES = 256 * 1024;
 const IN_PROGRESS = ".inprogress";
 
 /**
@@ -179,8 +179,7 @@ async function lengthUpToLastNewline(path: string): Promise<number | undefined> 
 class LocalOpenPart implements OpenPart {
   readonly descriptor: PartDescriptor;
   private readonly handle: FileHandle;
-  private chunks: string[] = [];
-  private buffered = 0;
+  private readonly lines = new LineBuffer();
   private written = 0;
 
   constructor(descriptor: PartDescriptor, handle: FileHandle) {
@@ -189,21 +188,16 @@ class LocalOpenPart implements OpenPart {
   }
 
   get length(): number {
-    return this.written + this.buffered;
+    return this.written + this.lines.pending;
   }
 
   append(data: string): Promise<void> | undefined {
-    this.chunks.push(data);
-    // String length, not bytes: only a threshold; the exact length is counted on write.
-    this.buffered += data.length;
-    return this.buffered >= FLUSH_BYTES ? this.flush() : undefined;
+    return this.lines.add(data) ? this.flush() : undefined;
   }
 
   async flush(): Promise<void> {
-    if (this.buffered === 0) return;
-    const data = Buffer.from(this.chunks.join(""));
-    this.chunks = [];
-    this.buffered = 0;
+    const data = this.lines.take();
+    if (!data) return;
     await this.handle.write(data);
     this.written += data.length;
   }
@@ -216,7 +210,7 @@ class LocalOpenPart implements OpenPart {
   }
 
   async discard(): Promise<void> {
-    this.chunks = [];
+    this.lines.clear();
     await this.handle.close().catch(() => {});
   }
 }

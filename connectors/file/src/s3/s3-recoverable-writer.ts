@@ -13,6 +13,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
+import { LineBuffer } from "../line-buffer.ts";
 import {
   type LingeringFilter,
   type OpenPart,
@@ -40,7 +41,6 @@ export const MIN_PART_BYTES = 5 * 1024 * 1024;
 export const MAX_PARTS = 10_000;
 /** Object metadata key (`x-amz-meta-exactly-nonce`) that tells our published object from any other. */
 export const NONCE_METADATA = "exactly-nonce";
-const FLUSH_BYTES = 256 * 1024;
 
 export interface S3WriterOptions {
   /** The S3 bucket (not to be confused with a bucket assigner's bucket directories, which are key segments). */
@@ -340,7 +340,7 @@ export class UploadSlots {
 }
 
 /**
- * One part file being written: lines gather in memory up to 256 KiB, go to a spool file,
+ * One part file being written: lines gather in a LineBuffer up to 256 KiB, go to a spool file,
  * and each spool file of `partSizeBytes` is uploaded as the next part while writing goes on.
  * A part that waits for a free upload slot holds up the writer: that is the backpressure.
  */
@@ -349,8 +349,7 @@ class S3OpenPart implements OpenPart {
   private readonly writer: S3RecoverableWriter;
   private readonly upload: Omit<MultipartUploadState, "parts">;
   private readonly spoolDir: string;
-  private chunks: string[] = [];
-  private buffered = 0;
+  private readonly lines = new LineBuffer();
   private written = 0;
   private spoolFile: { handle: FileHandle; path: string; bytes: number } | undefined;
   private nextPart = 1;
@@ -371,22 +370,17 @@ class S3OpenPart implements OpenPart {
   }
 
   get length(): number {
-    return this.written + this.buffered;
+    return this.written + this.lines.pending;
   }
 
   append(data: string): Promise<void> | undefined {
-    this.chunks.push(data);
-    // String length, not bytes: only a threshold; the exact length is counted on write.
-    this.buffered += data.length;
-    return this.buffered >= FLUSH_BYTES ? this.flush() : undefined;
+    return this.lines.add(data) ? this.flush() : undefined;
   }
 
   async flush(): Promise<void> {
     if (this.failure) throw this.failure.error;
-    if (this.buffered === 0) return;
-    const data = Buffer.from(this.chunks.join(""));
-    this.chunks = [];
-    this.buffered = 0;
+    const data = this.lines.take();
+    if (!data) return;
     if (!this.spoolFile) {
       const path = join(this.spoolDir, `${this.upload.nonce}-${this.nextPart}`);
       this.spoolFile = { handle: await open(path, "w"), path, bytes: 0 };
@@ -438,7 +432,7 @@ class S3OpenPart implements OpenPart {
   }
 
   async discard(): Promise<void> {
-    this.chunks = [];
+    this.lines.clear();
     const file = this.spoolFile;
     this.spoolFile = undefined;
     if (file) {
