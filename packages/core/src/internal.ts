@@ -4,5 +4,13 @@
  * written against.
  */
 
+export {
+  applyRetention,
+  type CheckpointFolders,
+  listCompleted,
+  loadLatest,
+  METADATA,
+  readMetadata,
+} from "./checkpoint/checkpoint-folders.ts";
 export { hashKey, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
 export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";

@@ -15,6 +15,7 @@ import {
   type LogStore,
   type RestoredCheckpoint,
 } from "@exactly/core";
+import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "@exactly/core/internal";
 import {
   createS3Client,
   isNotFound,
@@ -26,7 +27,6 @@ import {
 } from "./s3-connection.ts";
 
 const BEGIN = "_begin";
-const METADATA = "_metadata";
 const CHECKPOINT_PREFIX = /^chk-(\d+)\/$/;
 /** A log segment is uploaded once this much is buffered, and at every sync. */
 const LOG_SEGMENT_BYTES = 8 * 1024 * 1024;
@@ -222,7 +222,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
         throw new CheckpointOwnershipError(this.location, metadata.checkpointId, "completed");
       }
     }
-    await this.applyRetention(metadata.checkpointId);
+    await applyRetention(this.folders, metadata.checkpointId, this.retained);
   }
 
   async discardCheckpoint(checkpointId: number): Promise<void> {
@@ -249,69 +249,35 @@ export class S3CheckpointStorage implements CheckpointStorage {
     }
   }
 
-  private async applyRetention(latest: number): Promise<void> {
-    const ids = await this.checkpointIds();
-    let kept = 0;
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const checkpointId = ids[i] as number;
-      if (checkpointId > latest) continue; // a newer checkpoint may be in flight
-      const dir = this.key(`chk-${checkpointId}`, "");
-      if (checkpointId !== latest && (await this.readMetadata(checkpointId)) === undefined) {
-        await this.deleteUnder(dir);
-        continue;
+  /** The folder primitives the lifecycle code shared with the file system works on. */
+  private readonly folders: CheckpointFolders = {
+    ids: () => this.checkpointIds(),
+    readText: async (checkpointId, name) => {
+      const text = await this.get(this.checkpointKey(checkpointId, name));
+      if (text === undefined || name !== METADATA) return text;
+      // The owner id is this storage's business, not part of the metadata the runtime reads.
+      try {
+        const { owner: _owner, ...metadata } = JSON.parse(text) as CheckpointMetadata & { owner?: string };
+        return JSON.stringify(metadata);
+      } catch {
+        return text; // readMetadata names it as invalid JSON
       }
-      kept++;
+    },
+    deleteCheckpoint: async (checkpointId) => {
       // Metadata first: a checkpoint is never seen complete with part of its state deleted.
-      if (kept > this.retained) {
-        await this.client.send(
-          new DeleteObjectCommand({ Bucket: this.bucket, Key: this.checkpointKey(checkpointId, METADATA) }),
-        );
-        await this.deleteUnder(dir);
-      }
-    }
+      await this.client.send(
+        new DeleteObjectCommand({ Bucket: this.bucket, Key: this.checkpointKey(checkpointId, METADATA) }),
+      );
+      await this.deleteUnder(this.key(`chk-${checkpointId}`, ""));
+    },
+  };
+
+  listCompleted(): Promise<CheckpointMetadata[]> {
+    return listCompleted(this.folders);
   }
 
-  private async readMetadata(checkpointId: number): Promise<CheckpointMetadata | undefined> {
-    const text = await this.get(this.checkpointKey(checkpointId, METADATA));
-    if (text === undefined) return undefined;
-    try {
-      const { owner: _owner, ...metadata } = JSON.parse(text) as CheckpointMetadata & { owner?: string };
-      return metadata;
-    } catch (error) {
-      throw new CheckpointStorageError(`metadata of checkpoint ${checkpointId} is not valid JSON`, { cause: error });
-    }
-  }
-
-  async listCompleted(): Promise<CheckpointMetadata[]> {
-    const result: CheckpointMetadata[] = [];
-    for (const checkpointId of await this.checkpointIds()) {
-      const metadata = await this.readMetadata(checkpointId);
-      if (metadata) result.push(metadata);
-    }
-    return result;
-  }
-
-  async loadLatest(): Promise<RestoredCheckpoint | undefined> {
-    const ids = await this.checkpointIds();
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const checkpointId = ids[i] as number;
-      const metadata = await this.readMetadata(checkpointId);
-      if (!metadata) continue;
-      const states = new Map<string, unknown>();
-      for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
-        const text = await this.get(this.checkpointKey(checkpointId, file));
-        try {
-          if (text === undefined) throw new Error("missing");
-          states.set(taskKey, JSON.parse(text));
-        } catch (error) {
-          throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
-            cause: error,
-          });
-        }
-      }
-      return { metadata, states };
-    }
-    return undefined;
+  loadLatest(): Promise<RestoredCheckpoint | undefined> {
+    return loadLatest(this.folders);
   }
 
   logStore(namespace: string): LogStore {

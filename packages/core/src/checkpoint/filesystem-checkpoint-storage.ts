@@ -3,9 +3,9 @@ import { type FileHandle, mkdir, open, readdir, readFile, rm } from "node:fs/pro
 import { join } from "node:path";
 import { CheckpointStorageError } from "../errors.ts";
 import { fsyncDirectory, isNotFound, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
+import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "./checkpoint-folders.ts";
 import type { CheckpointMetadata, CheckpointStorage, LogStore, RestoredCheckpoint } from "./checkpoint-storage.ts";
 
-const METADATA = "_metadata";
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 
 export interface FileSystemCheckpointStorageOptions {
@@ -72,7 +72,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     const dir = this.checkpointDir(metadata.checkpointId);
     await fsyncDirectory(dir);
     await writeFileAtomic(join(dir, METADATA), JSON.stringify(metadata));
-    await this.applyRetention(metadata.checkpointId);
+    await applyRetention(this.folders, metadata.checkpointId, this.retained);
   }
 
   async discardCheckpoint(checkpointId: number): Promise<void> {
@@ -88,74 +88,26 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await Promise.all(names.map((name) => rm(join(dir, name), { force: true })));
   }
 
-  private async isComplete(checkpointId: number): Promise<boolean> {
-    try {
-      await readFile(join(this.checkpointDir(checkpointId), METADATA));
-      return true;
-    } catch (error) {
-      if (isNotFound(error)) return false;
-      throw error;
-    }
-  }
-
-  private async applyRetention(latest: number): Promise<void> {
-    const ids = await this.checkpointIds();
-    let kept = 0;
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const checkpointId = ids[i] as number;
-      if (checkpointId > latest) continue; // a newer checkpoint may be in flight
-      if (checkpointId !== latest && !(await this.isComplete(checkpointId))) {
-        await rm(this.checkpointDir(checkpointId), { recursive: true, force: true });
-        continue;
+  /** The folder primitives the shared lifecycle code works on (checkpoint-folders.ts). */
+  private readonly folders: CheckpointFolders = {
+    ids: () => this.checkpointIds(),
+    readText: async (checkpointId, name) => {
+      try {
+        return await readFile(join(this.checkpointDir(checkpointId), name), "utf8");
+      } catch (error) {
+        if (isNotFound(error)) return undefined;
+        throw error;
       }
-      kept++;
-      if (kept > this.retained) await rm(this.checkpointDir(checkpointId), { recursive: true, force: true });
-    }
+    },
+    deleteCheckpoint: (checkpointId) => rm(this.checkpointDir(checkpointId), { recursive: true, force: true }),
+  };
+
+  listCompleted(): Promise<CheckpointMetadata[]> {
+    return listCompleted(this.folders);
   }
 
-  private async readMetadata(checkpointId: number): Promise<CheckpointMetadata | undefined> {
-    let text: string;
-    try {
-      text = await readFile(join(this.checkpointDir(checkpointId), METADATA), "utf8");
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-    try {
-      return JSON.parse(text) as CheckpointMetadata;
-    } catch (error) {
-      throw new CheckpointStorageError(`metadata of checkpoint ${checkpointId} is not valid JSON`, { cause: error });
-    }
-  }
-
-  async listCompleted(): Promise<CheckpointMetadata[]> {
-    const result: CheckpointMetadata[] = [];
-    for (const checkpointId of await this.checkpointIds()) {
-      const metadata = await this.readMetadata(checkpointId);
-      if (metadata) result.push(metadata);
-    }
-    return result;
-  }
-
-  async loadLatest(): Promise<RestoredCheckpoint | undefined> {
-    const ids = await this.checkpointIds();
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const checkpointId = ids[i] as number;
-      const metadata = await this.readMetadata(checkpointId);
-      if (!metadata) continue;
-      const states = new Map<string, unknown>();
-      for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
-        try {
-          states.set(taskKey, JSON.parse(await readFile(join(this.checkpointDir(checkpointId), file), "utf8")));
-        } catch (error) {
-          throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
-            cause: error,
-          });
-        }
-      }
-      return { metadata, states };
-    }
-    return undefined;
+  loadLatest(): Promise<RestoredCheckpoint | undefined> {
+    return loadLatest(this.folders);
   }
 
   logStore(namespace: string): LogStore {

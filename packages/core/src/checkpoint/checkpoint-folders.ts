@@ -1,0 +1,84 @@
+/**
+ * What every checkpoint storage of `chk-<id>/` folders does the same way, whatever holds the
+ * folders (a file system, S3): finding the latest complete checkpoint, listing complete ones,
+ * and keeping the last K. A storage supplies the three primitives below.
+ */
+import { CheckpointStorageError } from "../errors.ts";
+import type { CheckpointMetadata, RestoredCheckpoint } from "./checkpoint-storage.ts";
+
+export const METADATA = "_metadata";
+
+export interface CheckpointFolders {
+  /** Ids of the folders that exist, ascending. */
+  ids(): Promise<number[]>;
+  /** The text of `name` in checkpoint `checkpointId`'s folder, or undefined if it does not exist. */
+  readText(checkpointId: number, name: string): Promise<string | undefined>;
+  /** Removes a checkpoint's folder; a complete one loses its metadata first. */
+  deleteCheckpoint(checkpointId: number): Promise<void>;
+}
+
+/** A checkpoint's metadata, or undefined while it is incomplete. */
+export async function readMetadata(
+  folders: CheckpointFolders,
+  checkpointId: number,
+): Promise<CheckpointMetadata | undefined> {
+  const text = await folders.readText(checkpointId, METADATA);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as CheckpointMetadata;
+  } catch (error) {
+    throw new CheckpointStorageError(`metadata of checkpoint ${checkpointId} is not valid JSON`, { cause: error });
+  }
+}
+
+export async function listCompleted(folders: CheckpointFolders): Promise<CheckpointMetadata[]> {
+  const result: CheckpointMetadata[] = [];
+  for (const checkpointId of await folders.ids()) {
+    const metadata = await readMetadata(folders, checkpointId);
+    if (metadata) result.push(metadata);
+  }
+  return result;
+}
+
+/** The newest checkpoint with metadata, with every task state it lists (all must be readable). */
+export async function loadLatest(folders: CheckpointFolders): Promise<RestoredCheckpoint | undefined> {
+  const ids = await folders.ids();
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const checkpointId = ids[i] as number;
+    const metadata = await readMetadata(folders, checkpointId);
+    if (!metadata) continue;
+    const states = new Map<string, unknown>();
+    for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
+      try {
+        const text = await folders.readText(checkpointId, file);
+        if (text === undefined) throw new Error("missing");
+        states.set(taskKey, JSON.parse(text));
+      } catch (error) {
+        throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
+          cause: error,
+        });
+      }
+    }
+    return { metadata, states };
+  }
+  return undefined;
+}
+
+/**
+ * Keeps the `retained` newest complete checkpoints up to `latest` and removes older ones,
+ * and incomplete folders older than `latest`; folders above `latest` may be in flight.
+ */
+export async function applyRetention(folders: CheckpointFolders, latest: number, retained: number): Promise<void> {
+  const ids = await folders.ids();
+  let kept = 0;
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const checkpointId = ids[i] as number;
+    if (checkpointId > latest) continue;
+    if (checkpointId !== latest && (await folders.readText(checkpointId, METADATA)) === undefined) {
+      await folders.deleteCheckpoint(checkpointId);
+      continue;
+    }
+    kept++;
+    if (kept > retained) await folders.deleteCheckpoint(checkpointId);
+  }
+}
