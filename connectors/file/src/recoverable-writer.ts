@@ -43,7 +43,10 @@ export interface OpenPart {
   readonly descriptor: PartDescriptor;
   /** Bytes accepted so far (buffered or written). */
   readonly length: number;
-  /** Buffers data; writes it out once enough has gathered. */
+  /**
+   * Buffers data; writes it out once enough has gathered. A returned promise must settle
+   * before the next call: writes of one part are never concurrent.
+   */
   append(data: string): void | Promise<void>;
   /** Writes out what is buffered (not durably). */
   flush(): Promise<void>;

@@ -11,7 +11,7 @@ import {
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
+import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
 import { LineBuffer } from "../line-buffer.ts";
 import {
@@ -218,20 +218,35 @@ export class S3RecoverableWriter implements RecoverableWriter {
     }
     // No object. Lost only if the server says the upload is gone: some answer a completion of
     // an aborted upload with NoSuchUpload, others with a 500 or a page that is not XML (moto).
-    if (s3ErrorName(error) !== "NoSuchUpload" && (await this.uploadExists(upload)) !== false) throw error;
+    const held = s3ErrorName(error) === "NoSuchUpload" ? false : await this.partsHeld(upload);
+    if (held !== false) {
+      // No object yet, the upload still there: another completion of it may be under way (a
+      // killed process's request that the server is still carrying out). The commit retry
+      // asks again, and then finds the object, or the upload gone. What the server holds goes
+      // into the message, so a completion that keeps failing says why.
+      const listed = upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ");
+      throw new TransientError(
+        `completing s3://${upload.bucket}/${upload.key} failed with ${said}; no object is there yet and its upload ${upload.uploadId} is open ` +
+          `(the state lists parts ${listed}; the server holds ${held === undefined ? "(could not list)" : held || "none"})`,
+        { cause: error },
+      );
+    }
     throw new PartLostError(
       part,
       `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone (completing it failed with ${said})`,
     );
   }
 
-  /** Whether the server still holds the upload: ListParts answers NoSuchUpload when it does not; undefined if it cannot tell now. */
-  private async uploadExists(upload: MultipartUploadState): Promise<boolean | undefined> {
+  /**
+   * The parts the server holds for an upload (`n:etag …`), false when it says the upload is
+   * gone (ListParts answers NoSuchUpload), undefined when it cannot tell now.
+   */
+  private async partsHeld(upload: MultipartUploadState): Promise<string | false | undefined> {
     try {
-      await this.client.send(
-        new ListPartsCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId, MaxParts: 1 }),
+      const listed = await this.client.send(
+        new ListPartsCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId }),
       );
-      return true;
+      return (listed.Parts ?? []).map((p) => `${p.PartNumber}:${p.ETag}`).join(" ");
     } catch (error) {
       if (s3ErrorName(error) === "NoSuchUpload") return false;
       if (isTransientS3Error(error)) return undefined;

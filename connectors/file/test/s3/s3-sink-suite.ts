@@ -21,6 +21,7 @@ import {
   RecordWriteError,
   StreamJob,
   silentLogger,
+  withRetry,
 } from "@exactly/core";
 import { describe, expect, it } from "vitest";
 import { PartExistsError, PartLostError, UnsafeBucketPathError } from "../../src/index.ts";
@@ -52,6 +53,10 @@ function startJob(config: S3JobConfig, fault?: string) {
 }
 
 /** The suite, against the server `s3Config()` names (read inside each test, so a missing server fails it). */
+const PAD = "p".repeat(1000);
+/** Lines of PAD that fill one 5 MiB upload part. */
+const LINES_PER_PART = Math.ceil(MIN_PART_BYTES / 1000);
+
 export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
   describe(`S3 file sink on ${server}`, () => {
     const { bucket, s3 } = testBucket("sink", s3Config);
@@ -195,6 +200,37 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         await w.recoverAndCommit(closed);
         expect(await readObject(s3client, bucket, w.keyOf(closed))).toBe('{"id":1}\n');
         w.close();
+      });
+
+      it("settles two completions of one upload at once (a killed process's request still on the server) as published", async () => {
+        const s3client = await s3();
+        const prefix = `race-${randomBytes(3).toString("hex")}`;
+        const first = writer(prefix);
+        const second = writer(prefix);
+        const closed = await Promise.all(
+          Array.from({ length: 8 }, async (_, i) => {
+            const open = await first.openPart({ bucket: "", name: `part-c-0-1-${i}` });
+            // Three upload parts: a completion that takes the server a while.
+            for (let line = 0; line < 3 * LINES_PER_PART; line++) await open.append(`{"id":${i},"pad":"${PAD}"}\n`);
+            await open.flush();
+            return open.closeForCommit();
+          }),
+        );
+        // As recovery does: the commit retry asks again after a transient answer.
+        const retried = (w: S3RecoverableWriter, part: (typeof closed)[number]) =>
+          withRetry(
+            () => w.recoverAndCommit(part),
+            (e) => w.isTransient(e),
+            { maxAttempts: 8, initialDelayMs: 50 },
+          );
+        await Promise.all(closed.flatMap((part) => [retried(first, part), retried(second, part)]));
+        for (const [i, part] of closed.entries()) {
+          const head = await s3client.send(new HeadObjectCommand({ Bucket: bucket, Key: first.keyOf(part) }));
+          expect(head.ContentLength).toBe(part.length);
+          expect(Number(/-(\d+)"$/.exec(head.ETag ?? "")?.[1]), `upload parts of part ${i}`).toBeGreaterThanOrEqual(3);
+        }
+        first.close();
+        second.close();
       });
 
       it("names a part lost when its upload is gone and no object was published", async () => {
