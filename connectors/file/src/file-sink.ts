@@ -82,7 +82,7 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
     }
   }
 
-  protected override isTransient(error: unknown): boolean {
+  override isTransient(error: unknown): boolean {
     return this.writer.isTransient ? this.writer.isTransient(error) : isTransientByDefault(error);
   }
 

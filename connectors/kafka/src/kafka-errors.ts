@@ -43,6 +43,18 @@ export function isRetriableKafkaError(error: unknown): boolean {
 }
 
 /**
+ * Whether a failed attempt may get past this error on a restart: what a retry may get past,
+ * and every kafkajs error that says so itself (`retriable`: a leader moving, a broker that is
+ * not available yet). The restart strategy asks this, never the commit path, which decides
+ * on the narrower {@link isRetriableKafkaError}.
+ */
+export function isTransientKafkaFailure(error: unknown): boolean {
+  if (isRetriableKafkaError(error)) return true;
+  const { name, retriable } = (error ?? {}) as { name?: unknown; retriable?: unknown };
+  return typeof name === "string" && name.startsWith("KafkaJS") && retriable === true;
+}
+
+/**
  * The broker no longer has the records at a checkpointed offset (retention deleted them, or
  * the topic was recreated). Resuming elsewhere would skip or repeat records silently, so the
  * source fails instead, naming the splits.

@@ -8,6 +8,7 @@ import {
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
 import { resolveClient } from "./kafka-config.ts";
+import { isTransientKafkaFailure } from "./kafka-errors.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import { createPlainProducer } from "./kafkajs/producers.ts";
 import type { Outbox } from "./outbox.ts";
@@ -103,6 +104,10 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
 
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {
     // The next barrier flushes what this one did not cover; nothing waits for a commit.
+  }
+
+  isTransient(error: unknown): boolean {
+    return isTransientKafkaFailure(error);
   }
 
   /** Records not yet flushed belong to no checkpoint: the replay after a restart writes them again. */

@@ -9,7 +9,7 @@ import {
 } from "@exactly/core";
 import type { IHeaders, Kafka } from "kafkajs";
 import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
-import { errorType, OffsetOutOfRangeError } from "./kafka-errors.ts";
+import { errorType, isTransientKafkaFailure, OffsetOutOfRangeError } from "./kafka-errors.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import { type FetchedPartition, type FetchedRecord, fetchCommitted } from "./kafkajs/fetch.ts";
 import { commitGroupOffsets } from "./kafkajs/group-offsets.ts";
@@ -362,6 +362,10 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     } catch {
       // Monitoring only: a failed offset commit never fails the job.
     }
+  }
+
+  isTransient(error: unknown): boolean {
+    return isTransientKafkaFailure(error);
   }
 
   async close(): Promise<void> {

@@ -22,7 +22,7 @@ import {
   resolveClient,
   validateTransactionTimeout,
 } from "./kafka-config.ts";
-import { errorType, FENCED, isRetriableKafkaError } from "./kafka-errors.ts";
+import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import { beginTransaction, type TransactionalProducer } from "./kafkajs/producers.ts";
 import { endTransaction, fenceTransactionalId, listTransactions } from "./kafkajs/transactions.ts";
@@ -352,7 +352,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     return transactionState(data as KafkaTransactionState);
   }
 
-  protected override isTransient(error: unknown): boolean {
-    return isRetriableKafkaError(error);
+  override isTransient(error: unknown): boolean {
+    return isTransientKafkaFailure(error);
   }
 }

@@ -7,7 +7,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import type { PostgresConnection } from "./connection.ts";
+import { isTransientPostgresError, type PostgresConnection } from "./connection.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
@@ -95,6 +95,10 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   }
 
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
+
+  isTransient(error: unknown): boolean {
+    return isTransientPostgresError(error);
+  }
 
   async close(): Promise<void> {
     await this.writeOuts.settle().catch(() => {});

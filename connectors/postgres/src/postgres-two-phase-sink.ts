@@ -120,7 +120,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     await this.deadLetters?.ensure(this.session);
   }
 
-  protected override isTransient(error: unknown): boolean {
+  override isTransient(error: unknown): boolean {
     return isTransientPostgresError(error);
   }
 

@@ -108,7 +108,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     await super.open(context);
   }
 
-  protected override isTransient(error: unknown): boolean {
+  override isTransient(error: unknown): boolean {
     return isTransientPostgresError(error);
   }
 

@@ -68,12 +68,17 @@ export class TransientError extends ExactlyError {
   }
 }
 
-/** The job failed more often than its restart strategy allows. */
+/** The job failed for good: the failure is permanent, or repeated more often than its restart strategy allows. */
 export class JobFailedError extends ExactlyError {
   readonly attempts: number;
-  constructor(attempts: number, cause: unknown) {
-    super("JOB_FAILED", `job failed after ${attempts} attempt(s): ${describe(cause)}`, { cause });
+  /** Why the restart strategy gave up. */
+  readonly reason: string | undefined;
+  constructor(attempts: number, cause: unknown, reason?: string) {
+    super("JOB_FAILED", `job failed after ${attempts} attempt(s)${reason ? ` (${reason})` : ""}: ${describe(cause)}`, {
+      cause,
+    });
     this.attempts = attempts;
+    this.reason = reason;
   }
 }
 

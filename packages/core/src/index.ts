@@ -31,8 +31,17 @@ export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } f
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
 export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
-export type { JobClient, JobEvents, JobResult, RestartStrategy } from "./runtime/job-runner.ts";
+export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
 export type { Key } from "./runtime/key-groups.ts";
+export {
+  classifyFailure,
+  DEFAULT_MAX_RESTART_DELAY_MS,
+  errorChain,
+  type FailureKind,
+  RestartBackoff,
+  type RestartDecision,
+  type RestartStrategy,
+} from "./runtime/restart-strategy.ts";
 export {
   type CheckpointOptions,
   DataStream,

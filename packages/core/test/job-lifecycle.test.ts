@@ -14,7 +14,11 @@ import {
 } from "../src/index.ts";
 import { MemorySink, MemoryStore, type MemoryTxn, recordingLogger, tempDir } from "./helpers.ts";
 
-/** Throws (in-process, not a crash) once, on the first write after `after` records. */
+/**
+ * Throws (in-process, not a crash) once, on the first write after `after` records: a lost
+ * connection, which the restart strategy restarts (a plain error in a record write would be a
+ * bad record, which fails the job).
+ */
 class FailingOnceSink extends MemorySink<number> {
   static written = 0;
   static failed = false;
@@ -22,7 +26,7 @@ class FailingOnceSink extends MemorySink<number> {
   protected override writeRecord(txn: MemoryTxn, record: number): void {
     if (!FailingOnceSink.failed && ++FailingOnceSink.written > FailingOnceSink.after) {
       FailingOnceSink.failed = true;
-      throw new Error("injected failure");
+      throw Object.assign(new Error("injected failure: connection reset"), { code: "ECONNRESET" });
     }
     super.writeRecord(txn, record);
   }
@@ -60,7 +64,7 @@ describe("job lifecycle", () => {
     const job = new StreamJob({
       name: "restart",
       checkpoint: { storage: await tempDir(), intervalMs: 20 },
-      restart: { initialDelayMs: 10 },
+      restart: { initialDelayMs: 10, jitter: 0 },
       logger: silentLogger,
       batchSize: 100,
     });

@@ -21,6 +21,7 @@ import {
   isNotFound,
   isNotImplemented,
   isPreconditionFailed,
+  isTransientS3Error,
   joinKey,
   parseS3Url,
   type S3ConnectionOptions,
@@ -92,6 +93,11 @@ export class S3CheckpointStorage implements CheckpointStorage {
   }
 
   /** Ends the client's sockets; the storage makes a new client if it is used again. */
+  /** The server restarting or unreachable: the restart strategy restarts the job however often that repeats. */
+  isTransient(error: unknown): boolean {
+    return isTransientS3Error(error);
+  }
+
   close(): void {
     this.s3?.destroy();
     this.s3 = undefined;

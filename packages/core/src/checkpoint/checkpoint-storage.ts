@@ -46,4 +46,6 @@ export interface CheckpointStorage {
   listCompleted(): Promise<CheckpointMetadata[]>;
   /** A log store for one namespace (a sink id), kept beside the checkpoints. */
   logStore(namespace: string): LogStore;
+  /** Whether a failure of this storage may pass on a restart (its server restarting); asked by the restart strategy. */
+  isTransient?(error: unknown): boolean;
 }

@@ -95,6 +95,14 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
     return this.coordinator?.completed ?? 0;
   }
 
+  /** The classifiers of this attempt's sinks and source readers, for the restart strategy. */
+  transientClassifiers(): Array<(error: unknown) => boolean> {
+    const classifiers: Array<(error: unknown) => boolean> = [];
+    for (const { sink } of this.sinks) if (sink.isTransient) classifiers.push(sink.isTransient.bind(sink));
+    for (const { reader } of this.sources) if (reader.isTransient) classifiers.push(reader.isTransient.bind(reader));
+    return classifiers;
+  }
+
   /** Test hook: decline the checkpoint in flight. */
   declineInFlightCheckpoint(reason: string): Promise<void> {
     return this.coordinator?.declineInFlight(reason) ?? Promise.resolve();

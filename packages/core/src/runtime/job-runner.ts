@@ -1,27 +1,21 @@
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
-import { CancelledError, ConfigurationError, JobFailedError } from "../errors.ts";
+import { CancelledError, ConfigurationError, describe, JobFailedError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { sleep } from "../sinks/retry.ts";
 import { type ExecutionListener, type ExecutionOptions, JobExecution } from "./execution.ts";
 import type { JobGraph } from "./job-graph.ts";
-
-export const DEFAULT_MAX_RESTART_DELAY_MS = 10_000;
-
-/** Exponential backoff between restarts after a failure. */
-export interface RestartStrategy {
-  /** Restarts allowed before the job fails for good. Default 10. */
-  readonly maxRestarts?: number;
-  /** Delay before the first restart. Default 200 ms. */
-  readonly initialDelayMs?: number;
-  /** Upper bound of a delay. Default 10 s. */
-  readonly maxDelayMs?: number;
-  /** An attempt that ran this long without failing resets the count and the delay. Default 60 s. */
-  readonly resetAfterMs?: number;
-}
+import { classifyFailure, type FailureKind, RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
 
 export interface JobEvents extends ExecutionListener {
   onStart?(info: { attempt: number; restoredCheckpointId: number | undefined }): void;
-  onRestart?(info: { attempt: number; error: unknown; delayMs: number }): void;
+  onRestart?(info: {
+    attempt: number;
+    error: unknown;
+    delayMs: number;
+    kind: FailureKind;
+    /** Restarts in a row without progress, this one included. */
+    failuresInRow: number;
+  }): void;
 }
 
 export interface JobResult {
@@ -56,13 +50,9 @@ export function startJob(
   let cancelled = false;
 
   const run = async (): Promise<JobResult> => {
-    const maxRestarts = restart.maxRestarts ?? 10;
-    const initialDelay = restart.initialDelayMs ?? 200;
-    const maxDelay = restart.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS;
+    const backoff = new RestartBackoff(restart);
     const resetAfter = restart.resetAfterMs ?? 60_000;
     let restarts = 0;
-    let failuresInRow = 0;
-    let delay = initialDelay;
     let checkpoints = 0;
     let firstRestored: number | undefined;
     for (let attempt = 1; ; attempt++) {
@@ -78,7 +68,15 @@ export function startJob(
             `checkpoint ${restored.metadata.checkpointId} was taken with maxParallelism ${restored.metadata.maxParallelism}, the job now has ${graph.maxParallelism}; keyed state cannot be restored`,
           );
         }
-        if (attempt === 1) firstRestored = restored?.metadata.checkpointId;
+        if (attempt === 1) {
+          firstRestored = restored?.metadata.checkpointId;
+          // Whatever ended the previous process (its own SIGKILL, the host), its next start resumes here.
+          if (restored) {
+            logger.info(`resuming from checkpoint ${restored.metadata.checkpointId}, the latest complete one`, {
+              checkpointId: restored.metadata.checkpointId,
+            });
+          }
+        }
         execution = new JobExecution(graph, { ...base, listener: events }, restored);
         current = execution;
         if (stopRequested) execution.requestStop();
@@ -87,22 +85,27 @@ export function startJob(
         checkpoints += execution.checkpointsCompleted;
         return { checkpointsCompleted: checkpoints, restarts, restoredCheckpointId: firstRestored };
       } catch (error) {
-        checkpoints += execution?.checkpointsCompleted ?? 0;
+        const completed = execution?.checkpointsCompleted ?? 0;
+        checkpoints += completed;
         if (cancelled || error instanceof ConfigurationError) throw error;
-        if (Date.now() - startedAt >= resetAfter) {
-          failuresInRow = 0;
-          delay = initialDelay;
-        }
-        failuresInRow++;
-        if (failuresInRow > maxRestarts) throw new JobFailedError(attempt, error);
-        logger.warn(`job failed, restarting from the latest checkpoint in ${delay} ms`, {
+        if (completed > 0 || Date.now() - startedAt >= resetAfter) backoff.progressed();
+        const hints = [
+          ...(execution?.transientClassifiers() ?? []),
+          ...(storage.isTransient ? [storage.isTransient.bind(storage)] : []),
+        ];
+        const kind = classifyFailure(error, hints, restart.classify);
+        const decision = backoff.onFailure(kind);
+        if (!decision.restart) throw new JobFailedError(attempt, error, decision.reason);
+        logger.warn(`job failed (${kind}), restarting from the latest checkpoint in ${decision.delayMs} ms`, {
           attempt,
-          error: error instanceof Error ? error.message : String(error),
+          kind,
+          failuresInRow: decision.failuresInRow,
+          failuresLast10Minutes: backoff.failuresLast10Minutes,
+          error: describe(error),
         });
-        events.onRestart?.({ attempt, error, delayMs: delay });
+        events.onRestart?.({ attempt, error, delayMs: decision.delayMs, kind, failuresInRow: decision.failuresInRow });
         restarts++;
-        await sleep(delay);
-        delay = Math.min(delay * 2, maxDelay);
+        await sleep(decision.delayMs);
         if (cancelled) throw new CancelledError();
       }
     }

@@ -14,15 +14,9 @@ import type { Batch, RecordPosition } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
-import {
-  DEFAULT_MAX_RESTART_DELAY_MS,
-  type JobClient,
-  type JobEvents,
-  type JobResult,
-  type RestartStrategy,
-  startJob,
-} from "./job-runner.ts";
+import { type JobClient, type JobEvents, type JobResult, startJob } from "./job-runner.ts";
 import type { Key } from "./key-groups.ts";
+import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "./restart-strategy.ts";
 
 export interface CheckpointOptions {
   /** Where checkpoints go: a directory (FileSystemCheckpointStorage) or a storage. */

@@ -57,6 +57,12 @@ export interface Sink<IN> {
   notifyCheckpointAborted(checkpointId: number): Promise<void>;
   /** Releases resources. Pending (pre-committed) work is left for recovery, never aborted. */
   close(): Promise<void>;
+  /**
+   * Whether an error of this sink's client may pass if retried (a lost connection, a server
+   * restarting). The base classes retry commits with it, and the restart strategy asks it
+   * about a failed attempt: a transient failure is restarted however often it repeats.
+   */
+  isTransient?(error: unknown): boolean;
 }
 
 /** Creates one sink instance for each subtask of each run. */

@@ -147,7 +147,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     return data as TXN;
   }
 
-  protected isTransient(error: unknown): boolean {
+  isTransient(error: unknown): boolean {
     return isTransientByDefault(error);
   }
 

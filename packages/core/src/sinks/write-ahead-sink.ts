@@ -96,7 +96,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     await this.committer.commit(this.context.sinkId, subtask, checkpointId);
   }
 
-  protected isTransient(error: unknown): boolean {
+  isTransient(error: unknown): boolean {
     return isTransientByDefault(error);
   }
 

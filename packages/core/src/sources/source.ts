@@ -45,6 +45,8 @@ export interface SourceReader<T> {
   /** Checkpoint `checkpointId` (and every one before it) is complete. */
   notifyCheckpointComplete?(checkpointId: number): Promise<void>;
   close?(): Promise<void>;
+  /** Whether an error of this reader's client may pass on a restart; asked by the restart strategy. */
+  isTransient?(error: unknown): boolean;
 }
 
 /** Deals splits to subtasks: split `i` (in a stable order) goes to subtask `i mod parallelism`. */
