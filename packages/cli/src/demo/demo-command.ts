@@ -1,11 +1,10 @@
 import { type ChildProcess, fork } from "node:child_process";
-import { mkdir, mkdtemp, readdir } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { DeliveryGuarantee } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
 import { CHECKPOINT_DIR, type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
+import { type DemoIdentity, prepareOut, previousDemo } from "./demo-out.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
 import { type PostgresDemoSink, prepareDemoTable, verifyDemoTable } from "./postgres-target.ts";
@@ -49,6 +48,10 @@ export interface DemoSummary extends OutputCheck {
   /** Recoveries that restored a completed checkpoint (the others started from scratch). */
   readonly restoredFromCheckpoint: number;
   readonly checkpoints: number;
+  /** This run continued one that `out` held (a killed demo started again with the same settings). */
+  readonly resumed: boolean;
+  /** The checkpoint a resumed run started from; null when it found none complete (it started over). */
+  readonly resumedFromCheckpoint: number | null;
   readonly elapsedSeconds: number;
   readonly recordsPerSecond: number;
   readonly peakRssMb: number;
@@ -133,18 +136,6 @@ export function defaultRate(records: number, kills: number): number | undefined 
   return Math.max(1, Math.ceil(records / seconds));
 }
 
-async function prepareOutput(out: string | undefined): Promise<string> {
-  if (!out) return mkdtemp(join(tmpdir(), "exactly-demo-"));
-  const dir = resolve(out);
-  await mkdir(dir, { recursive: true });
-  if ((await readdir(dir)).length > 0) {
-    throw new Error(
-      `--out ${dir} is not empty: the demo checks everything in it, so give it an empty or new directory`,
-    );
-  }
-  return dir;
-}
-
 /**
  * `exactly demo`: runs the demo job in a child process, kills it with SIGKILL at planned
  * moments and restarts it, then reads the committed output and counts lost and
@@ -160,15 +151,31 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${value}`);
   }
   const sink = sinkOf(options);
+  const previous = await previousDemo(options.out);
   const postgres = sink === "postgres" ? postgresTarget(options) : undefined;
   const redis = sink === "redis" ? redisTarget(options) : undefined;
-  const s3: S3DemoTarget | undefined = sink === "s3" ? s3DemoTarget(options) : undefined;
-  // With --sink postgres, redis or s3, the output directory holds only the checkpoints (if any).
-  const out = await prepareOutput(options.out);
-  if (postgres) await prepareDemoTable(postgres);
-  if (redis) await clearDemoPrefix(redis);
-  if (s3) await prepareS3Prefix(s3);
+  // A resumed S3 run writes on under the prefix of the run it resumes (a new run gets a new one).
+  const s3: S3DemoTarget | undefined =
+    sink === "s3" ? s3DemoTarget({ ...options, prefix: options.prefix ?? previous?.prefix }) : undefined;
   const keys = 1024;
+  const identity: DemoIdentity = {
+    records: options.records,
+    parallelism: options.parallelism,
+    guarantee,
+    keys,
+    sink,
+    ...(postgres ? { table: postgres.table, pgSink: postgres.exactlyOnce } : {}),
+    ...(redis ? { keyPrefix: redis.keyPrefix } : {}),
+    ...(s3 ? { bucket: s3.bucket, prefix: s3.prefix, ...(s3.checkpoints ? { checkpoints: s3.checkpoints } : {}) } : {}),
+  };
+  // With --sink postgres, redis or s3, the output directory holds only the checkpoints (if any).
+  // A resumed run keeps what the earlier run committed: the check covers the whole history.
+  const { dir: out, resumed } = await prepareOut(options.out, identity);
+  if (!resumed) {
+    if (postgres) await prepareDemoTable(postgres);
+    if (redis) await clearDemoPrefix(redis);
+    if (s3) await prepareS3Prefix(s3);
+  }
   const config: DemoJobConfig = {
     ...(postgres ? { postgres } : {}),
     ...(redis ? { redis } : {}),
@@ -199,6 +206,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   let killed = 0;
   let recoveries = 0;
   let restoredFromCheckpoint = 0;
+  let resumedFrom: number | undefined;
   let checkpointsBefore = 0;
   let peakRssKb = 0;
   for (let attempt = 1; ; attempt++) {
@@ -213,6 +221,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       switch (message.type) {
         case "started":
           if (message.restoredCheckpointId !== undefined && attempt > 1) restoredFromCheckpoint++;
+          if (attempt === 1 && resumed) resumedFrom = message.restoredCheckpointId;
           break;
         case "restarted":
           recoveries++;
@@ -287,6 +296,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     records: options.records,
     guarantee: options.guarantee,
     seed: options.seed,
+    resumed,
+    resumedFromCheckpoint: resumedFrom ?? null,
     kills: killed,
     recoveries,
     restoredFromCheckpoint,
@@ -318,6 +329,16 @@ export function formatSummary(s: DemoSummary): string {
     ["checkpoints", String(s.checkpoints)],
     ["kills (SIGKILL)", `${s.kills} (seed ${s.seed})`],
     ["recoveries", `${s.recoveries} (${s.restoredFromCheckpoint} from a checkpoint)`],
+    ...(s.resumed
+      ? ([
+          [
+            "resumed",
+            s.resumedFromCheckpoint === null
+              ? "an earlier run in --out, which had no complete checkpoint: started over"
+              : `an earlier run in --out, from its checkpoint ${s.resumedFromCheckpoint} (checked: the whole history)`,
+          ],
+        ] as Array<[string, string]>)
+      : []),
     ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],

@@ -100,8 +100,8 @@ export function startDemoJob(
   const job = new StreamJob({
     name: "exactly-demo",
     parallelism: config.parallelism,
+    // The default restart strategy: outages of the sink's server are ridden through.
     checkpoint: { storage: storage ?? join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },
-    restart: { maxRestarts: 3 },
     logger,
   });
   const numbered = job

@@ -30,6 +30,13 @@ const client = startDemoJob(
   config.s3 ? await s3DemoCheckpoints(config.s3) : undefined,
 );
 
+// The demo process is gone (killed with its terminal, or alone): stop at once, as a crash
+// would, so that a rerun of the demo on the same --out never runs beside this worker.
+let ending = false;
+process.on("disconnect", () => {
+  if (!ending) process.exit(1);
+});
+
 const report = () => send({ type: "progress", generated, checkpoints, maxRssKb: process.resourceUsage().maxRSS });
 const timer = setInterval(report, 20);
 
@@ -38,12 +45,14 @@ client.result.then(
     clearInterval(timer);
     report();
     send({ type: "finished", checkpoints, restarts: result.restarts });
+    ending = true;
     process.disconnect?.();
   },
   (error: unknown) => {
     clearInterval(timer);
     send({ type: "failed", error: error instanceof Error ? error.message : String(error) });
     process.exitCode = 1;
+    ending = true;
     process.disconnect?.();
   },
 );
