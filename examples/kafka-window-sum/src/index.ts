@@ -1,4 +1,4 @@
-export { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
+export { type KcatRead, readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
 export { compareWindows, runWindowSum, type WindowSumResult, type WindowSumRunOptions } from "./run-window-sum.ts";
 export {
   type Event,

@@ -1,5 +1,6 @@
 /** The two readers that check the output: ours, and one that is not kafkajs. */
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { KafkaSource, valueAsString } from "@exactly/kafka";
 import type { Kafka } from "kafkajs";
 
@@ -19,15 +20,52 @@ export async function readCommittedValues(kafka: Kafka, topic: string): Promise<
   return values;
 }
 
+/** What kcat read, or why it read nothing: not installed (a check that did not run), or failed. */
+export type KcatRead =
+  | { readonly status: "read"; readonly values: string[] }
+  | { readonly status: "not-installed" | "failed"; readonly reason: string };
+
 /**
  * Every committed value of `topic`, read by kcat (librdkafka) with
- * `isolation.level=read_committed`; or why kcat could not be asked.
+ * `isolation.level=read_committed`. Its output is streamed line by line, so a long topic is
+ * read whole (a buffered read stopped at 1 MiB of output).
  */
-export function readCommittedWithKcat(brokers: readonly string[], topic: string): string[] | string {
+export function readCommittedWithKcat(brokers: readonly string[], topic: string): Promise<KcatRead> {
   const args = ["-b", brokers.join(","), "-C", "-t", topic, "-e", "-q", "-o", "beginning"];
   args.push("-X", "isolation.level=read_committed", "-f", "%s\\n");
-  const result = spawnSync("kcat", args, { encoding: "utf8", timeout: 60_000 });
-  if (result.error) return `kcat could not run: ${result.error.message} (apt-get install kcat)`;
-  if (result.status !== 0) return `kcat exited with ${result.status}: ${result.stderr}`;
-  return result.stdout.split("\n").filter((line) => line.length > 0);
+  return new Promise((resolve) => {
+    const child = spawn("kcat", args, { stdio: ["ignore", "pipe", "pipe"] });
+    const values: string[] = [];
+    let stderr = "";
+    let settled = false;
+    const finish = (read: KcatRead) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(read);
+    };
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      finish({ status: "failed", reason: `kcat did not finish within ${KCAT_TIMEOUT_MS / 1000} s` });
+    }, KCAT_TIMEOUT_MS);
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT")
+        finish({ status: "not-installed", reason: "kcat is not installed (apt-get install kcat)" });
+      else finish({ status: "failed", reason: `kcat could not run: ${error.message}` });
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      if (stderr.length < 4000) stderr += chunk.toString("utf8");
+    });
+    const lines = createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY });
+    lines.on("line", (line) => {
+      if (line.length > 0) values.push(line);
+    });
+    // "close" waits for stdout to end, so every line is in before the verdict.
+    child.on("close", (code, signal) => {
+      if (code === 0) finish({ status: "read", values });
+      else finish({ status: "failed", reason: `kcat exited with ${code ?? signal}: ${stderr.trim()}` });
+    });
+  });
 }
+
+const KCAT_TIMEOUT_MS = 120_000;

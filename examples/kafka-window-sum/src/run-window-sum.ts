@@ -41,8 +41,10 @@ export interface WindowSumResult {
   readonly output: string;
   /** Differences between the committed output and the batch computation (empty: exactly once). */
   readonly mismatches: string[];
-  /** The same check on what kcat read, or why kcat could not be asked. */
+  /** The same check on what kcat read, or why kcat read nothing. */
   readonly kcatMismatches: string[] | string;
+  /** Whether kcat's check ran: "not-installed" and "failed" are checks that did not run. */
+  readonly kcatStatus: "checked" | "not-installed" | "failed";
 }
 
 /**
@@ -158,7 +160,7 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
   options.log?.(`checking ${config.output} against a batch computation, with our reader and with kcat`);
   const expected = expectedSums(options.events);
   const mismatches = compareWindows(expected, await readCommittedValues(kafka, config.output));
-  const kcat = readCommittedWithKcat(options.brokers, config.output);
+  const kcat = await readCommittedWithKcat(options.brokers, config.output);
   return {
     events: options.events,
     windows: expected.size,
@@ -167,6 +169,7 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
     input: config.input,
     output: config.output,
     mismatches,
-    kcatMismatches: typeof kcat === "string" ? kcat : compareWindows(expected, kcat),
+    kcatMismatches: kcat.status === "read" ? compareWindows(expected, kcat.values) : kcat.reason,
+    kcatStatus: kcat.status === "read" ? "checked" : kcat.status,
   };
 }

@@ -60,7 +60,8 @@ export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobC
     name: "kafka-window-sum",
     parallelism: 2,
     checkpoint: { storage: config.checkpoints, intervalMs: 50, timeoutMs: 10_000 },
-    restart: { maxRestarts: 0 },
+    // The default restart strategy: a broker outage is ridden through (restarted with backoff
+    // for as long as it lasts), a permanent failure ends the job with its error.
     logger,
   });
   job

@@ -33,6 +33,7 @@ export function buildProgram(): Command {
     .option("--checkpoints <s3url>", "with --sink s3: keep the checkpoints at s3://bucket/prefix instead of --out")
     .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
     .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
+    .option("--require-kcat", "with --kafka: fail the run when kcat's check could not run (not installed)", false)
     .option("--json", "print the summary as JSON on the last line", false)
     .action(async (opts, command: Command) => {
       const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
@@ -68,12 +69,19 @@ export function buildProgram(): Command {
         const brokers = String(opts.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "")
           .split(",")
           .filter(Boolean);
-        const summary = await runKafkaDemo({ brokers, records: opts.records ?? 100_000, kills: opts.kills, seed });
+        const summary = await runKafkaDemo({
+          brokers,
+          records: opts.records ?? 100_000,
+          kills: opts.kills,
+          seed,
+          requireKcat: opts.requireKcat,
+        });
         console.log(formatKafkaSummary(summary));
         if (opts.json) console.log(JSON.stringify(summary));
         if (!summary.ok) process.exitCode = 1;
         return;
       }
+      if (opts.requireKcat) throw new InvalidArgumentError("--require-kcat only applies to --kafka");
       const summary = await runDemo({ ...opts, records: opts.records ?? 1_000_000, seed, progress: true });
       console.log(formatSummary(summary));
       if (opts.json) console.log(JSON.stringify(summary));
