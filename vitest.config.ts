@@ -37,6 +37,7 @@ export default defineConfig({
           exclude: [
             ...configDefaults.exclude,
             "connectors/kafka/test/broker-restart.test.ts",
+            "connectors/kafka/test/broker-crash.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
             "connectors/file/test/s3/s3-faults.test.ts",
@@ -55,6 +56,7 @@ export default defineConfig({
             "test/services/postgres/smoke.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/kafka/test/broker-restart.test.ts",
+            "connectors/kafka/test/broker-crash.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
             "connectors/file/test/s3/s3-faults.test.ts",
           ],

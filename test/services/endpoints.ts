@@ -5,7 +5,7 @@
 import { inject } from "vitest";
 import { PROVIDED_KEY, type ProvidedServices, type Resolved } from "./core/resolve.ts";
 import { crashService, restartService } from "./core/restart.ts";
-import type { ServiceModule, ServiceSource } from "./core/service-module.ts";
+import type { CrashOptions, ServiceModule, ServiceSource } from "./core/service-module.ts";
 import { kafka } from "./kafka/module.ts";
 import { type ServiceName, serviceNamed } from "./modules.ts";
 import { postgres } from "./postgres/module.ts";
@@ -52,8 +52,8 @@ export async function restartRedis(): Promise<void> {
  * SIGKILLs the Redis server behind `redisUrl()` and starts it again on its append-only file
  * (fsynced on every write, so nothing acknowledged is lost). Only the local launcher's server.
  */
-export async function crashRedis(): Promise<void> {
-  await crashService(redis, resolved(redis));
+export async function crashRedis(options?: CrashOptions): Promise<void> {
+  await crashService(redis, resolved(redis), options);
 }
 
 /** Nodes of a Redis Cluster of three masters, as ioredis' `Cluster` takes them. */
@@ -92,8 +92,8 @@ export async function restartS3(): Promise<void> {
 }
 
 /** SIGKILLs the S3 server behind `s3Config()` and starts it again on its data directory. */
-export async function crashS3(): Promise<void> {
-  await crashService(s3, resolved(s3));
+export async function crashS3(options?: CrashOptions): Promise<void> {
+  await crashService(s3, resolved(s3), options);
 }
 
 /** Where a service's endpoint came from: environment variable, container or local launcher. */
@@ -111,6 +111,15 @@ export async function restartKafka(): Promise<void> {
 }
 
 /**
+ * SIGKILLs the Kafka broker behind `kafkaBrokers()` (no controlled shutdown: the broker
+ * recovers its logs on the next start), leaves it down `downMs`, starts it again and waits
+ * until transactions commit. Only the local launcher's broker.
+ */
+export async function crashKafka(options?: CrashOptions): Promise<void> {
+  await crashService(kafka, resolved(kafka), options);
+}
+
+/**
  * Restarts the PostgreSQL server behind `pgUrl()` and waits until it accepts connections again.
  * Only a server this project controls (see core/restart.ts); else EXACTLY_PG_RESTART_COMMAND,
  * else it throws.
@@ -120,4 +129,9 @@ export async function restartKafka(): Promise<void> {
  */
 export async function restartPostgres(): Promise<void> {
   await restartService(postgres, resolved(postgres));
+}
+
+/** SIGKILLs the PostgreSQL server behind `pgUrl()`, leaves it down `downMs`, and starts it again (crash recovery from its WAL). */
+export async function crashPostgres(options?: CrashOptions): Promise<void> {
+  await crashService(postgres, resolved(postgres), options);
 }

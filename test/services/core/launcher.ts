@@ -14,7 +14,7 @@ import {
   stopProcess,
   withLock,
 } from "./proc.ts";
-import type { Launcher, ServiceModule, UpResult } from "./service-module.ts";
+import type { CrashOptions, Launcher, ServiceModule, UpResult } from "./service-module.ts";
 import { errorMessage, waitFor } from "./wait.ts";
 
 export interface DaemonSpec<E> {
@@ -43,17 +43,17 @@ export function daemonLauncher<E>(spec: DaemonSpec<E>): Launcher<E> {
     runningPid: () => daemonPid(spec),
     up: (progress) => upDaemon(spec, progress),
     down: (progress) => downDaemon(spec, progress),
-    crash: () => crashDaemon(spec),
+    crash: (options) => crashDaemon(spec, options),
   };
 }
 
 /**
- * SIGKILL, as a crash of the server's machine would end it, then start it again on the same
- * data. The whole process group goes (the server was started as its leader): a child it forked
+ * SIGKILL, as a crash of the server's machine would end it, then (after `downMs`: an outage)
+ * start it again on the same data. The whole process group goes (the server was started as its leader): a child it forked
  * (Redis rewriting its append-only file) would otherwise live on holding the listening socket,
  * and the port would look taken by a stranger.
  */
-export async function crashDaemon<E>(spec: DaemonSpec<E>): Promise<void> {
+export async function crashDaemon<E>(spec: DaemonSpec<E>, options: CrashOptions = {}): Promise<void> {
   const pid = daemonPid(spec);
   if (pid === undefined) throw new Error(`the launcher's ${spec.module.name} is not running`);
   try {
@@ -69,6 +69,7 @@ export async function crashDaemon<E>(spec: DaemonSpec<E>): Promise<void> {
     },
     { timeoutMs: 30_000, intervalMs: 100 },
   );
+  if (options.downMs) await new Promise((resolve) => setTimeout(resolve, options.downMs));
   await upDaemon(spec, () => undefined);
 }
 

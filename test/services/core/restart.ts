@@ -13,14 +13,18 @@
 import { execFileSync } from "node:child_process";
 import { restartContainer } from "./container.ts";
 import type { Resolved } from "./resolve.ts";
-import type { ServiceModule } from "./service-module.ts";
+import type { CrashOptions, ServiceModule } from "./service-module.ts";
 import { waitFor } from "./wait.ts";
 
 /**
  * SIGKILLs the service's server and starts it again on the same data (a crash, not a clean
  * restart). Only the local launcher's own server: a container or another server is refused.
  */
-export async function crashService<E>(module: ServiceModule<E>, resolved: Resolved<E>): Promise<void> {
+export async function crashService<E>(
+  module: ServiceModule<E>,
+  resolved: Resolved<E>,
+  options: CrashOptions = {},
+): Promise<void> {
   const launcher = await module.launcher();
   if (!launcher.crash || !launcher.owns?.(resolved.endpoint)) {
     throw new Error(
@@ -28,7 +32,7 @@ export async function crashService<E>(module: ServiceModule<E>, resolved: Resolv
         "only a server the local launcher started and still runs can be crashed by a test",
     );
   }
-  await launcher.crash();
+  await launcher.crash(options);
 }
 
 export async function restartService<E>(module: ServiceModule<E>, resolved: Resolved<E>): Promise<void> {

@@ -80,6 +80,14 @@ export interface Launcher<E> {
   owns?(endpoint: E): boolean;
   /** Restarts this launcher's server and waits until it is healthy again. */
   restart?(): Promise<void>;
-  /** Kills this launcher's server with SIGKILL (a crash), starts it again and waits until it is healthy. */
-  crash?(): Promise<void>;
+  /**
+   * Kills this launcher's server with SIGKILL (a crash), leaves it down `downMs` (an outage;
+   * default 0), starts it again on the same data and waits until it is healthy.
+   */
+  crash?(options?: CrashOptions): Promise<void>;
+}
+
+export interface CrashOptions {
+  /** How long the server stays down between the SIGKILL and its start. Default 0. */
+  readonly downMs?: number;
 }

@@ -278,7 +278,7 @@ export const s3Launcher: Launcher<S3Endpoint> = {
     await downDaemon(spec, () => undefined);
     await upDaemon(spec, () => undefined);
   },
-  crash: () => crashDaemon(running()),
+  crash: (options) => crashDaemon(running(), options),
   runningPid: () => {
     const running = runningSpec();
     return running && daemonPid(running);

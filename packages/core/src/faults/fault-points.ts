@@ -1,3 +1,4 @@
+import { writeSync } from "node:fs";
 import { ConfigurationError } from "../errors.ts";
 
 /**
@@ -5,6 +6,11 @@ import { ConfigurationError } from "../errors.ts";
  * A run arms at most one point through the environment, `EXACTLY_FAULT=<point>@<n>`:
  * the n-th time the process reaches that point it sends itself SIGKILL — a real crash,
  * not an exception. Unarmed, reaching a point costs one comparison.
+ *
+ * With `EXACTLY_FAULT_ACTION=hold:<ms>` the process is not killed there: it says so on
+ * stderr (`exactly-fault: holding at <point>@<n>`) and stops dead for `<ms>`, every thread
+ * of its event loop included, so a test can fail a server at that exact moment (SIGKILL the
+ * broker between pre-commit and commit) and let the job meet the outage when it goes on.
  */
 export const FAULT_POINTS = [
   /** A new transaction was begun (at open, or at a barrier after pre-commit). */
@@ -45,6 +51,15 @@ function parse(spec: string | undefined): ArmedFault | undefined {
 
 let armed = parse(process.env.EXACTLY_FAULT);
 
+function parseAction(spec: string | undefined): { hold: number } | undefined {
+  if (!spec || spec === "kill") return undefined;
+  const match = /^hold:(\d+)$/.exec(spec);
+  if (!match) throw new ConfigurationError("EXACTLY_FAULT_ACTION", `must be kill or hold:<ms>; got ${spec}`);
+  return { hold: Number(match[1]) };
+}
+
+const action = parseAction(process.env.EXACTLY_FAULT_ACTION);
+
 /**
  * Arms `spec` (`<point>@<n>`, counted from now) in place of whatever was armed, or disarms
  * with undefined. The conformance suite's child arms a point only once some checkpoints
@@ -58,5 +73,12 @@ export function armFault(spec: string | undefined): void {
 export function reachFault(point: FaultPoint): void {
   if (armed?.point !== point) return;
   armed.hits++;
-  if (armed.hits === armed.at) process.kill(process.pid, "SIGKILL");
+  if (armed.hits !== armed.at) return;
+  if (!action) {
+    process.kill(process.pid, "SIGKILL");
+    return;
+  }
+  writeSync(2, `exactly-fault: holding at ${point}@${armed.at}\n`);
+  // Synchronous on purpose: nothing of this process moves until the test has done its part.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, action.hold);
 }
