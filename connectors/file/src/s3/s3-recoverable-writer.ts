@@ -219,16 +219,26 @@ export class S3RecoverableWriter implements RecoverableWriter {
     // No object. Lost only if the server says the upload is gone: some answer a completion of
     // an aborted upload with NoSuchUpload, others with a 500 or a page that is not XML (moto).
     const held = s3ErrorName(error) === "NoSuchUpload" ? false : await this.partsHeld(upload);
-    if (held !== false) {
-      // No object yet, the upload still there: another completion of it may be under way (a
-      // killed process's request that the server is still carrying out). The commit retry
-      // asks again, and then finds the object, or the upload gone. What the server holds goes
-      // into the message, so a completion that keeps failing says why.
-      const listed = upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ");
+    if (held === undefined || (held !== false && holdsEvery(held, upload.parts))) {
+      // No object yet, the upload and its parts still there (or the server cannot say now):
+      // completing again may go through. The commit retry asks again.
       throw new TransientError(
-        `completing s3://${upload.bucket}/${upload.key} failed with ${said}; no object is there yet and its upload ${upload.uploadId} is open ` +
-          `(the state lists parts ${listed}; the server holds ${held === undefined ? "(could not list)" : held || "none"})`,
+        `completing s3://${upload.bucket}/${upload.key} failed with ${said}; no object is there yet and its upload ${upload.uploadId} is open`,
         { cause: error },
+      );
+    }
+    if (held !== false) {
+      // The upload is open but lacks parts the state lists. A completion under way elsewhere
+      // (a killed process's request the server still carries out) moves the parts out before
+      // the object appears: give it a moment. If no object comes, the parts are gone: MinIO
+      // removes the parts' metadata before it publishes the object, so a client that died
+      // during its completion can leave an open upload without its parts. The data is lost.
+      if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return;
+      const listed = upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ");
+      throw new PartLostError(
+        part,
+        `cannot be published: s3://${upload.bucket}/${upload.key} does not exist and its open upload ${upload.uploadId} ` +
+          `lacks parts the checkpoint lists (the state lists ${listed}; the server holds ${[...held].map(([n, etag]) => `${n}:${etag}`).join(" ") || "none"}); completing it failed with ${said}`,
       );
     }
     throw new PartLostError(
@@ -237,16 +247,38 @@ export class S3RecoverableWriter implements RecoverableWriter {
     );
   }
 
+  /** Whether our object (length and nonce) appears within `ms`. */
+  private async appearsWithin(upload: MultipartUploadState, part: PartDescriptor, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const head = await this.head(upload.bucket, upload.key);
+      if (head) return head.ContentLength === part.length && head.Metadata?.[NONCE_METADATA] === upload.nonce;
+    }
+    return false;
+  }
+
   /**
-   * The parts the server holds for an upload (`n:etag …`), false when it says the upload is
-   * gone (ListParts answers NoSuchUpload), undefined when it cannot tell now.
+   * The parts the server holds for an upload (number → ETag, every page), false when it says
+   * the upload is gone (ListParts answers NoSuchUpload), undefined when it cannot tell now.
    */
-  private async partsHeld(upload: MultipartUploadState): Promise<string | false | undefined> {
+  private async partsHeld(upload: MultipartUploadState): Promise<Map<number, string> | false | undefined> {
+    const held = new Map<number, string>();
     try {
-      const listed = await this.client.send(
-        new ListPartsCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId }),
-      );
-      return (listed.Parts ?? []).map((p) => `${p.PartNumber}:${p.ETag}`).join(" ");
+      let marker: string | undefined;
+      do {
+        const page = await this.client.send(
+          new ListPartsCommand({
+            Bucket: upload.bucket,
+            Key: upload.key,
+            UploadId: upload.uploadId,
+            PartNumberMarker: marker,
+          }),
+        );
+        for (const p of page.Parts ?? []) if (p.PartNumber !== undefined) held.set(p.PartNumber, p.ETag ?? "");
+        marker = page.IsTruncated ? page.NextPartNumberMarker : undefined;
+      } while (marker);
+      return held;
     } catch (error) {
       if (s3ErrorName(error) === "NoSuchUpload") return false;
       if (isTransientS3Error(error)) return undefined;
@@ -320,6 +352,15 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.s3?.destroy();
     this.s3 = undefined;
   }
+}
+
+/** How long a recommit waits for an object whose upload lacks parts (a completion under way elsewhere). */
+const SETTLE_WAIT_MS = 3000;
+
+const unquoted = (etag: string) => etag.replace(/^"|"$/g, "");
+
+function holdsEvery(held: ReadonlyMap<number, string>, parts: MultipartUploadState["parts"]): boolean {
+  return parts.every((p) => held.has(p.n) && unquoted(held.get(p.n) as string) === unquoted(p.etag));
 }
 
 function uploadOf(part: PartDescriptor): MultipartUploadState {

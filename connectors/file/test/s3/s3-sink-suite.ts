@@ -245,6 +245,21 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         w.close();
       });
 
+      it("names a part lost when its upload is open but lacks a part the checkpoint lists", async () => {
+        // What a client that died during its completion can leave on MinIO: the upload open, its parts gone.
+        const w = writer(`lacking-${randomBytes(3).toString("hex")}`);
+        const open = await w.openPart({ bucket: "", name: "part-m-0-1-0" });
+        open.append('{"id":1}\n');
+        const closed = await open.closeForCommit();
+        const upload = closed.recoverable as { parts: { n: number; etag: string }[] };
+        const tampered = { ...closed, recoverable: { ...upload, parts: [...upload.parts, { n: 2, etag: '"0"' }] } };
+        const error = await w.recoverAndCommit(tampered).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(PartLostError);
+        expect((error as Error).message).toMatch(/lacks parts the checkpoint lists .*the server holds 1:/);
+        await w.abort(closed);
+        w.close();
+      });
+
       it("never replaces another object under the part's name", async () => {
         const s3client = await s3();
         const w = writer(`foreign-${randomBytes(3).toString("hex")}`);
