@@ -1,4 +1,5 @@
-// A Postgres restart (fast shutdown, then start) in the middle of a job: the sessions die
+// A Postgres restart (fast shutdown, then start), or a SIGKILL of the server with 5 s of
+// downtime, in the middle of a job: the sessions die
 // under both exactly-once sinks; the job restarts from its last checkpoint once the server
 // is back (or the commit retries on a new connection), and every record shows exactly once
 // with nothing left prepared. Prepared
@@ -10,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl, restartPostgres } from "../../../test/services/endpoints.ts";
+import { crashPostgres, pgUrl, restartPostgres } from "../../../test/services/endpoints.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 
@@ -19,66 +20,71 @@ afterAll(async () => {
   for (const table of tables) await dropTable(pgUrl(), table);
 });
 
-describe("a Postgres restart in the middle of a job", () => {
-  it.each(["two-phase", "write-ahead"] as const)(
-    "%s: the job rides through it and writes every record exactly once",
-    async (kind) => {
-      const table = tableNameFor();
-      tables.push(table);
-      await createRecordsTable(pgUrl(), table);
-      const name = `restart-${kind}-${Math.random().toString(36).slice(2, 8)}`;
-      const records = 60_000;
-      let attempts = 0;
-      const job = new StreamJob({
-        name: "postgres-restart",
-        parallelism: 2,
-        checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-pg-restart-")), intervalMs: 100 },
-        restart: { maxRestarts: 50, initialDelayMs: 200, maxDelayMs: 1000 },
-        logger: silentLogger,
-        batchSize: 500,
-      });
-      job
-        .fromSource(
-          new GeneratorSource({
-            count: records,
-            splits: 4,
-            ratePerSecond: 10_000,
-            generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
-          }),
-        )
-        .sinkTo(
-          postgresSink({
-            connection: pgUrl(),
-            guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-            exactlyOnce: kind,
-            name,
-            table: {
-              table,
-              columns: [...RECORD_COLUMNS],
-              write: "append",
-            },
-            flushRows: 1000,
-            nameLockWaitMs: 5000,
-          }),
-          { name: "pg-out" },
-        );
-      const running = job.execute({ onStart: () => attempts++ });
-      // Let a few checkpoints complete first, so there is committed and pending work to keep.
-      await new Promise((r) => setTimeout(r, 2000));
-      const before = (await committedIds(pgUrl(), table)).length;
-      await restartPostgres();
-      const result = await running;
-      expect(before).toBeGreaterThan(0);
-      expect(before).toBeLessThan(records);
-      expect(attempts).toBe(result.restarts + 1);
-      // The two-phase sink's open transaction dies with its session: the job restarts. The
-      // write-ahead sink holds no transaction between commits; a commit cut by the restart
-      // is retried on a new connection, and the job may not restart at all.
-      if (kind === "two-phase") expect(result.restarts).toBeGreaterThan(0);
-      const ids = await committedIds(pgUrl(), table);
-      expect(ids.length).toBe(records);
-      expect(new Set(ids).size).toBe(records);
-      expect(await preparedUnder(pgUrl(), name)).toEqual([]);
-    },
-  );
+describe("a Postgres restart or crash in the middle of a job", () => {
+  it.each([
+    ["two-phase", "restart"],
+    ["write-ahead", "restart"],
+    ["two-phase", "sigkill"],
+    ["write-ahead", "sigkill"],
+  ] as const)("%s, server %s: the job rides through it and writes every record exactly once", async (kind, outage) => {
+    const table = tableNameFor();
+    tables.push(table);
+    await createRecordsTable(pgUrl(), table);
+    const name = `restart-${kind}-${Math.random().toString(36).slice(2, 8)}`;
+    const records = 60_000;
+    let attempts = 0;
+    const job = new StreamJob({
+      name: "postgres-restart",
+      parallelism: 2,
+      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-pg-restart-")), intervalMs: 100 },
+      // The default strategy's classification: an outage of any length is ridden through.
+      restart: { initialDelayMs: 200, maxDelayMs: 1000 },
+      logger: silentLogger,
+      batchSize: 500,
+    });
+    job
+      .fromSource(
+        new GeneratorSource({
+          count: records,
+          splits: 4,
+          ratePerSecond: 10_000,
+          generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
+        }),
+      )
+      .sinkTo(
+        postgresSink({
+          connection: pgUrl(),
+          guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+          exactlyOnce: kind,
+          name,
+          table: {
+            table,
+            columns: [...RECORD_COLUMNS],
+            write: "append",
+          },
+          flushRows: 1000,
+          nameLockWaitMs: 5000,
+        }),
+        { name: "pg-out" },
+      );
+    const running = job.execute({ onStart: () => attempts++ });
+    // Let a few checkpoints complete first, so there is committed and pending work to keep.
+    await new Promise((r) => setTimeout(r, 2000));
+    const before = (await committedIds(pgUrl(), table)).length;
+    // A fast shutdown, or a SIGKILL with the server down 5 s (crash recovery from the WAL after).
+    if (outage === "restart") await restartPostgres();
+    else await crashPostgres({ downMs: 5000 });
+    const result = await running;
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(records);
+    expect(attempts).toBe(result.restarts + 1);
+    // The two-phase sink's open transaction dies with its session: the job restarts. The
+    // write-ahead sink holds no transaction between commits; a commit cut by the restart
+    // is retried on a new connection, and the job may not restart at all.
+    if (kind === "two-phase") expect(result.restarts).toBeGreaterThan(0);
+    const ids = await committedIds(pgUrl(), table);
+    expect(ids.length).toBe(records);
+    expect(new Set(ids).size).toBe(records);
+    expect(await preparedUnder(pgUrl(), name)).toEqual([]);
+  });
 });
