@@ -30,7 +30,12 @@ describe("barrier alignment", () => {
     const task = new OperatorTask({
       key: "op/0",
       storage,
-      acks: { acknowledge: (id, _key, handle) => acks.push({ id, handle }) },
+      acks: {
+        acknowledge: (id, _key, handle) => acks.push({ id, handle }),
+        declineState: (_id, _key, error) => {
+          throw error;
+        },
+      },
       gate: new InputGate(inputs),
       operator: operator as never,
       output: new TaskOutput([{ edge, channels: [downstream] }], 0, 128),

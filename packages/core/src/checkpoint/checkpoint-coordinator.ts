@@ -1,5 +1,7 @@
+import { describe } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
+import { classifyFailure } from "../runtime/restart-strategy.ts";
 import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.ts";
 
 /**
@@ -16,6 +18,7 @@ import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage
  * | 4 metadata durable: n is complete      | checkpoint-coordinator.ts : completeCheckpoint              | after-checkpoint-durable   |
  * | 5 sinks commit every pending id ≤ n    | runtime/execution.ts : notifyComplete → sinks/*-sink.ts : notifyCheckpointComplete | mid-commit |
  * | 6 declined n: pending stays pending    | checkpoint-coordinator.ts : declineCheckpoint → sinks/*-sink.ts : notifyCheckpointAborted | — |
+ * | 6 storage failed (full, read-only): n declined, the job goes on | checkpoint-coordinator.ts : storageFailed | — |
  * | R recovery: recommit, abort, lingering | runtime/execution.ts : openAll → sinks/*-sink.ts : open     | during-recovery-commit, during-lingering-abort |
  *
  * Records written between barriers reach the sink through `writeBatch` (fault point `mid-write`).
@@ -77,6 +80,8 @@ export class CheckpointCoordinator {
   private finalDone: (() => void) | undefined;
   private readonly notifications = new Set<Promise<void>>();
   completed = 0;
+  /** Checkpoints declined in a row because the storage failed. */
+  private storageFailures = 0;
 
   constructor(init: {
     config: CheckpointConfig;
@@ -148,6 +153,10 @@ export class CheckpointCoordinator {
     try {
       // The id is reserved durably before any barrier carries it, so no restart reuses it.
       await this.storage.beginCheckpoint(checkpointId);
+    } catch (error) {
+      // Not reserved: no barrier carries it, nothing outside is named by it.
+      this.storageFailed(checkpointId, "could not be reserved", error);
+      return;
     } finally {
       this.triggering = false;
     }
@@ -172,6 +181,41 @@ export class CheckpointCoordinator {
     this.completeCheckpoint(inFlight).catch((error) => this.fail(error));
   }
 
+  /** A task could not store its state for `checkpointId`: the checkpoint is declined, the task goes on. */
+  declineState(checkpointId: number, taskKey: string, error: unknown): void {
+    const inFlight = this.inFlight;
+    if (!inFlight || inFlight.checkpointId !== checkpointId) return;
+    clearTimeout(inFlight.timer);
+    this.inFlight = undefined;
+    this.storageFailed(checkpointId, `task ${taskKey} could not store its state`, error, inFlight);
+  }
+
+  /**
+   * The checkpoint storage failed (full, read-only, unreachable) while taking checkpoint n:
+   * n is declined rather than the job failed, as Flink tolerates checkpoint failures. Sinks
+   * keep what they pre-committed pending (step 6), so nothing is committed that recovery
+   * could not commit again, and the next checkpoint that completes commits it all. The next
+   * attempt comes a full interval later. A failure that no retry passes (another process
+   * owns the location) still fails the job.
+   */
+  private storageFailed(checkpointId: number, what: string, error: unknown, inFlight?: InFlight): void {
+    if (classifyFailure(error, []) === "permanent") {
+      this.fail(error);
+      return;
+    }
+    const reason = `checkpoint storage failed: ${what}: ${describe(error)}`;
+    this.storageFailures++;
+    this.logger.warn(`checkpoint ${checkpointId} declined: ${reason}`, {
+      storageFailuresInRow: this.storageFailures,
+    });
+    this.listener.onDeclined?.(checkpointId, reason);
+    const aborted = inFlight ? this.targets.notifyAborted(checkpointId) : Promise.resolve();
+    aborted.then(
+      () => this.schedule(Math.max(this.config.intervalMs, this.config.minPauseMs)),
+      (e: unknown) => this.fail(e),
+    );
+  }
+
   private async completeCheckpoint(inFlight: InFlight): Promise<void> {
     const metadata: CheckpointMetadata = {
       ...this.metadataBase,
@@ -180,7 +224,16 @@ export class CheckpointCoordinator {
       taskStates: Object.fromEntries(inFlight.handles),
       ...(inFlight.final ? { final: true } : {}),
     };
-    await this.storage.completeCheckpoint(metadata);
+    try {
+      await this.storage.completeCheckpoint(metadata);
+    } catch (error) {
+      // Not known complete: declined, and its state is kept — the metadata may have become
+      // visible before the failure, and then recovery needs that state (retention removes it).
+      this.inFlight = undefined;
+      this.storageFailed(inFlight.checkpointId, "its metadata could not be written", error, inFlight);
+      return;
+    }
+    this.storageFailures = 0;
     reachFault("after-checkpoint-durable");
     // Durable now: from here on, recovery commits this checkpoint even if we crash.
     this.inFlight = undefined;
@@ -224,7 +277,10 @@ export class CheckpointCoordinator {
     this.inFlight = undefined;
     this.logger.warn(`checkpoint ${inFlight.checkpointId} declined: ${reason}`);
     this.listener.onDeclined?.(inFlight.checkpointId, reason);
-    await this.storage.discardCheckpoint(inFlight.checkpointId);
+    // Dropping the state is housekeeping: a storage that cannot do it now must not fail the job.
+    await this.storage.discardCheckpoint(inFlight.checkpointId).catch((error: unknown) => {
+      this.logger.warn(`state of declined checkpoint ${inFlight.checkpointId} not removed: ${describe(error)}`);
+    });
     await this.targets.notifyAborted(inFlight.checkpointId);
     this.scheduleNext();
   }

@@ -351,6 +351,10 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
     this.coordinator?.acknowledge(checkpointId, taskKey, stateHandle);
   }
 
+  declineState(checkpointId: number, taskKey: string, error: unknown): void {
+    this.coordinator?.declineState(checkpointId, taskKey, error);
+  }
+
   /** Step 5: n is durable; sinks commit, sources may tell their system how far they got. */
   async notifyComplete(checkpointId: number): Promise<void> {
     await Promise.all([

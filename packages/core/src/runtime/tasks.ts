@@ -14,6 +14,8 @@ type Element = StreamElement<unknown>;
 /** How a task reports its part of a checkpoint to the coordinator. */
 export interface CheckpointAcknowledger {
   acknowledge(checkpointId: number, taskKey: string, stateHandle: string): void;
+  /** The task's state for `checkpointId` could not be stored: the checkpoint is declined, the task goes on. */
+  declineState(checkpointId: number, taskKey: string, error: unknown): void;
 }
 
 interface TaskBase {
@@ -23,7 +25,14 @@ interface TaskBase {
 }
 
 async function persistAndAck(task: TaskBase, checkpointId: number, state: unknown): Promise<void> {
-  const handle = await task.storage.writeTaskState(checkpointId, task.key, state);
+  let handle: string;
+  try {
+    handle = await task.storage.writeTaskState(checkpointId, task.key, state);
+  } catch (error) {
+    // A full or read-only storage declines this checkpoint; it does not fail the task.
+    task.acks.declineState(checkpointId, task.key, error);
+    return;
+  }
   task.acks.acknowledge(checkpointId, task.key, handle);
 }
 
