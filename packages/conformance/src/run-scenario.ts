@@ -30,6 +30,8 @@ export interface ScenarioResult {
   readonly notes: readonly string[];
   /** Faults armed in the runs of the last attempt, in order. */
   readonly faults: readonly string[];
+  /** Where the last attempt's SIGKILLs landed, one entry per kill: a fault point, or `inside <hook>`. */
+  readonly killsLanded?: readonly string[];
   readonly seed: number;
   /** Attempts made: more than one when an attempt tested nothing and was retried with a fresh seed. */
   readonly attempts: number;
@@ -161,9 +163,10 @@ export async function runScenario(
     };
     let outcome: Attempt | undefined;
     let seen: Exercised | undefined;
+    const landed: string[] = [];
     await definition.setup?.(scope);
     try {
-      outcome = await attemptScenario(definition, sink, plan, profile, scope);
+      outcome = await attemptScenario(definition, sink, plan, profile, scope, landed);
       seen = exercised(await readJournal(scope));
       if (outcome.kind === "tested" && outcome.failures.length === 0) {
         const missing = unmet(plan.requires ?? [], seen);
@@ -181,6 +184,7 @@ export async function runScenario(
       faults: plan.runs.flatMap((r) => describeRun(r) ?? []),
       seed: attemptSeed,
       attempts: attempt,
+      killsLanded: landed,
       ...(seen ? { exercised: seen } : {}),
     };
     if (outcome.kind === "tested") {
@@ -216,6 +220,7 @@ async function attemptScenario(
   plan: ScenarioPlan,
   profile: ProfileSettings,
   scope: ScenarioScope,
+  landed: string[],
 ): Promise<Attempt> {
   const failures: string[] = [];
   const notes: string[] = [];
@@ -284,7 +289,10 @@ async function attemptScenario(
     declined += result.outcome?.declined ?? 0;
     const what = (kill ? `kill inside ${kill.hook} before operation ${kill.io}` : describeRun(run)) ?? "its fault";
     if (run.stopAfterCheckpoints === undefined) {
-      if (result.signal === "SIGKILL") continue;
+      if (result.signal === "SIGKILL") {
+        landed.push(kill ? `inside ${kill.hook}` : (run.fault?.spec.split("@")[0] ?? "unplanned"));
+        continue;
+      }
       if (result.code === 0) {
         if (run.mayFinish) continue;
         return { kind: "inconclusive", reason: `run ${index + 1} should have died at ${what} but finished first` };

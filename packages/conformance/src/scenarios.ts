@@ -67,7 +67,8 @@ export interface ScenarioPlan {
   readonly requires?: readonly Requirement[];
 }
 
-export type Profile = "ci" | "full";
+/** "soak": the full profile, with many kills per chaos scenario (`pnpm soak` runs it in rounds). */
+export type Profile = "ci" | "full" | "soak";
 
 export interface ProfileSettings {
   readonly records: number;
@@ -113,6 +114,18 @@ export const PROFILES: Record<Profile, ProfileSettings> = {
     volumeRecords: 250_000,
     batchSizes: [1, 7, 64, 4096],
     chaosKills: 10,
+    randomKills: 8,
+    sweep: 48,
+    maxHoldMs: 120_000,
+    attempts: 3,
+  },
+  soak: {
+    records: 100_000,
+    ratePerSecond: 25_000,
+    crashRatePerSecond: 8000,
+    volumeRecords: 250_000,
+    batchSizes: [1, 7, 64, 4096],
+    chaosKills: 50,
     randomKills: 8,
     sweep: 48,
     maxHoldMs: 120_000,
