@@ -36,7 +36,6 @@ export default defineConfig({
           // The server-restart tests run alone, in "services-restart".
           exclude: [
             ...configDefaults.exclude,
-            "connectors/kafka/test/broker-restart.test.ts",
             "connectors/kafka/test/broker-crash.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
@@ -55,7 +54,6 @@ export default defineConfig({
           include: [
             "test/services/postgres/smoke.test.ts",
             "connectors/postgres/test/postgres-restart.test.ts",
-            "connectors/kafka/test/broker-restart.test.ts",
             "connectors/kafka/test/broker-crash.test.ts",
             "connectors/redis/test/redis-faults.test.ts",
             "connectors/file/test/s3/s3-faults.test.ts",

@@ -1,4 +1,5 @@
-// The broker is SIGKILLed (no controlled shutdown) and stays down for seconds, at chosen
+// The broker is restarted in the middle of a run (a controlled shutdown, then a start), or
+// SIGKILLed (no controlled shutdown) and left down for seconds at chosen
 // moments of the sink's lifecycle: while the job writes, between pre-commit and commit,
 // and while a restarted job recovers. The job holds still at that moment (a fault point
 // armed with hold:<ms>) while the test kills the broker, then meets the outage and rides
@@ -14,7 +15,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { runWindowSum } from "../../../examples/kafka-window-sum/src/run-window-sum.ts";
-import { crashKafka, kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { crashKafka, kafkaBrokers, restartKafka } from "../../../test/services/endpoints.ts";
 import {
   createTopic,
   exactlyOnceReport,
@@ -99,7 +100,18 @@ async function crashBrokerAt(run: JobRun): Promise<void> {
   expect(run.stderr()).toMatch(/job failed \(transient\), restarting from the latest checkpoint/);
 }
 
-describe("Kafka broker SIGKILLed mid-run, down for seconds", () => {
+describe("Kafka broker restarted or SIGKILLed mid-run", () => {
+  it("a controlled restart: the job rides through and the output is exactly once", async () => {
+    const { topic, env } = await jobEnv("restart");
+    const run = startJob(env);
+    // Some transactions are committed and some are in flight when the broker goes away.
+    await new Promise((r) => setTimeout(r, 2000));
+    await restartKafka();
+    const { code } = await run.exited;
+    expect(code, run.stderr().slice(-4000)).toBe(0);
+    await expectExactlyOnce(topic);
+  });
+
   it.each([
     ["while the job writes", "mid-write@40"],
     ["between pre-commit and commit", "after-pre-commit@12"],
