@@ -13,4 +13,11 @@ export {
   readMetadata,
 } from "./checkpoint/checkpoint-folders.ts";
 export { hashKey, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
-export { fsyncDirectory, isAlreadyExists, isNotFound, writeFileAtomic, writeFileDurable } from "./util/durable-fs.ts";
+export {
+  fsyncDirectory,
+  isAlreadyExists,
+  isNotFound,
+  writeAll,
+  writeFileAtomic,
+  writeFileDurable,
+} from "./util/durable-fs.ts";

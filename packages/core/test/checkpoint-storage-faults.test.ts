@@ -6,11 +6,18 @@
 // as not checked, it never passes.
 
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { GeneratorSource, StreamJob, silentLogger } from "../src/index.ts";
+import {
+  FileSystemCheckpointStorage,
+  GeneratorSource,
+  GenericWriteAheadSink,
+  type Logger,
+  StreamJob,
+  silentLogger,
+} from "../src/index.ts";
 import { MemorySink, MemoryStore } from "./helpers.ts";
 
 const RECORDS = 24_000;
@@ -107,5 +114,105 @@ describe("checkpoint storage full or read-only", () => {
       Array.from({ length: RECORDS }, (_, i) => i),
     );
     expect(store.open.size + store.prepared.size).toBe(0);
+  });
+});
+
+/**
+ * A write-ahead sink over memory: a checkpoint's rows and its committed mark land together
+ * (as a sink whose marker lives beside the data does), so what the log holds is what lands.
+ * Each record is padded, so the log fills pages and a write can be cut short by a full disk.
+ */
+class PaddedWriteAheadSink extends GenericWriteAheadSink<number, { i: number; pad: string }> {
+  private readonly rows: { i: number; pad: string }[];
+  private readonly marks: Set<string>;
+
+  constructor(rows: { i: number; pad: string }[], marks: Set<string>) {
+    super({
+      committer: {
+        isCommitted: async (sinkId, subtask, checkpointId) => marks.has(`${sinkId}/${subtask}/${checkpointId}`),
+        commit: async (sinkId, subtask, checkpointId) => {
+          marks.add(`${sinkId}/${subtask}/${checkpointId}`);
+        },
+      },
+      codec: {
+        encode: (i) => JSON.stringify({ i, pad: PAD }),
+        decode: (line) => JSON.parse(line) as { i: number; pad: string },
+      },
+    });
+    this.rows = rows;
+    this.marks = marks;
+  }
+
+  protected async sendValues(): Promise<void> {
+    throw new Error("sendAndCommit does both");
+  }
+
+  protected override async sendAndCommit(
+    records: readonly { i: number; pad: string }[],
+    checkpointId: number,
+    subtask: number,
+  ): Promise<void> {
+    this.rows.push(...records);
+    this.marks.add(`${this.context.sinkId}/${subtask}/${checkpointId}`);
+  }
+}
+
+const PAD = "x".repeat(97);
+
+describe("a write-ahead sink's log on a full file system", () => {
+  it("an append either lands whole or fails: a write the disk cut short is never taken as done", async () => {
+    const dir = await smallFileSystem();
+    const log = new FileSystemCheckpointStorage(join(dir, "checkpoints")).logStore("sink");
+    const line = "y".repeat(3000); // not a multiple of a page, so some append meets the last free bytes
+    let appended = 0;
+    let failure: NodeJS.ErrnoException | undefined;
+    try {
+      for (let i = 0; i < 2000; i++) {
+        await log.append("0-1", [line]);
+        appended += line.length + 1;
+      }
+    } catch (error) {
+      failure = error as NodeJS.ErrnoException;
+    }
+    await log.close?.();
+    expect(failure?.code).toBe("ENOSPC");
+    // Everything an append resolved for is in the file.
+    expect((await stat(join(dir, "checkpoints", "logs", "sink", "0-1"))).size).toBeGreaterThanOrEqual(appended);
+  });
+
+  it("fails the attempt, restarts until space returns, and ends exactly once with every logged record whole", async () => {
+    const dir = await smallFileSystem();
+    const rows: { i: number; pad: string }[] = [];
+    const marks = new Set<string>();
+    const restarts: string[] = [];
+    const logger: Logger = { info: () => {}, warn: (m) => restarts.push(m), error: () => {} };
+    let completed = 0;
+    const job = new StreamJob({
+      name: "write-ahead-full-disk",
+      parallelism: 2,
+      checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 50 },
+      // Restarts close together, so a few happen while the disk is full and space returns well within the count.
+      restart: { initialDelayMs: 100, maxDelayMs: 500 },
+      logger,
+      batchSize: 50,
+    });
+    job
+      .fromSource(new GeneratorSource({ count: RECORDS, splits: 2, ratePerSecond: 4000, generate: (i) => i }))
+      .sinkTo(() => new PaddedWriteAheadSink(rows, marks), { name: "wal" });
+    const result = job.execute({ onComplete: () => completed++ });
+    await waitFor("three completed checkpoints", () => completed >= 3);
+
+    // Fill every block: each append of the log fails with ENOSPC, or is cut short at the last free byte.
+    await writeFile(join(dir, "filler"), Buffer.alloc(2 * 1024 * 1024)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOSPC") throw error;
+    });
+    await waitFor("two restarts on the full disk", () => restarts.filter((m) => m.includes("restarting")).length >= 2);
+    await rm(join(dir, "filler"), { force: true });
+
+    const outcome = await result;
+    expect(outcome.restarts).toBeGreaterThanOrEqual(2);
+    // Every row whole (a log line cut short would decode wrong or not at all) and each once.
+    expect(rows.every((r) => r.pad === PAD)).toBe(true);
+    expect(rows.map((r) => r.i).sort((a, b) => a - b)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
   });
 });

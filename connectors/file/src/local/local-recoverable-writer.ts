@@ -1,7 +1,7 @@
 import type { Dirent } from "node:fs";
 import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { fsyncDirectory, isAlreadyExists, isNotFound } from "@exactly/core/internal";
+import { fsyncDirectory, isAlreadyExists, isNotFound, writeAll } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
 import { LineBuffer } from "../line-buffer.ts";
 import {
@@ -198,7 +198,7 @@ class LocalOpenPart implements OpenPart {
   async flush(): Promise<void> {
     const data = this.lines.take();
     if (!data) return;
-    await this.handle.write(data);
+    await writeAll(this.handle, data);
     this.written += data.length;
   }
 

@@ -12,6 +12,7 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
+import { writeAll } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
 import { LineBuffer } from "../line-buffer.ts";
 import {
@@ -441,7 +442,7 @@ class S3OpenPart implements OpenPart {
       const path = join(this.spoolDir, `${this.upload.nonce}-${this.nextPart}`);
       this.spoolFile = { handle: await open(path, "w"), path, bytes: 0 };
     }
-    await this.spoolFile.handle.write(data);
+    await writeAll(this.spoolFile.handle, data);
     this.spoolFile.bytes += data.length;
     this.written += data.length;
     if (this.spoolFile.bytes >= this.writer.partSizeBytes) await this.ship();

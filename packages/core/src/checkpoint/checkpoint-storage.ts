@@ -30,6 +30,8 @@ export interface LogStore {
   read(name: string): AsyncIterable<readonly string[]>;
   delete(name: string): Promise<void>;
   list(): Promise<string[]>;
+  /** Lets go of what the store holds open (file handles), when its sink closes; the logs stay. */
+  close?(): Promise<void>;
 }
 
 export interface CheckpointStorage {

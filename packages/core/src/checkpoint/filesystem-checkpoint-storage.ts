@@ -2,7 +2,7 @@ import { createReadStream } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStorageError } from "../errors.ts";
-import { fsyncDirectory, isNotFound, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
+import { fsyncDirectory, isNotFound, writeAll, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
 import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "./checkpoint-folders.ts";
 import type { CheckpointMetadata, CheckpointStorage, LogStore, RestoredCheckpoint } from "./checkpoint-storage.ts";
 
@@ -141,7 +141,7 @@ class FileSystemLogStore implements LogStore {
   async append(name: string, lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return;
     const handle = await this.handle(name);
-    await handle.write(`${lines.join("\n")}\n`);
+    await writeAll(handle, `${lines.join("\n")}\n`);
   }
 
   async sync(name: string): Promise<void> {
@@ -178,6 +178,12 @@ class FileSystemLogStore implements LogStore {
     this.handles.delete(name);
     await handle?.close();
     await rm(join(this.dir, encodeURIComponent(name)), { force: true });
+  }
+
+  async close(): Promise<void> {
+    const handles = [...this.handles.values()];
+    this.handles.clear();
+    await Promise.allSettled(handles.map((h) => h.close()));
   }
 
   async list(): Promise<string[]> {

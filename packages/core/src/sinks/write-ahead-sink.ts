@@ -177,6 +177,8 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
 
   async close(): Promise<void> {
     await this.commits.catch(() => {});
+    // A failed attempt closes too: a log it was appending to must not stay open across restarts.
+    await this.logs?.close?.();
     await this.committer.close?.();
   }
 

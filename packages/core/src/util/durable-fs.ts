@@ -1,4 +1,4 @@
-import { open, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 
 /** fsync a directory so a create, rename or unlink inside it survives a machine crash. */
@@ -38,6 +38,21 @@ export async function writeFileDurable(path: string, data: string | Uint8Array):
     await handle.sync();
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Writes all of `data` at the handle's position. One write(2) may write less than asked
+ * without an error (a file system that fills up writes what fits and fails only the next
+ * call), and `FileHandle.write` reports that only in `bytesWritten`: a caller that ignored
+ * it would keep a file cut short in the middle of a record. This goes on until every byte
+ * is written or a write fails.
+ */
+export async function writeAll(handle: FileHandle, data: string | Buffer): Promise<void> {
+  let rest = typeof data === "string" ? Buffer.from(data) : data;
+  while (rest.length > 0) {
+    const { bytesWritten } = await handle.write(rest, 0, rest.length);
+    rest = rest.subarray(bytesWritten);
   }
 }
 
