@@ -62,6 +62,8 @@ export function isTransientKafkaFailure(error: unknown): boolean {
 export class OffsetOutOfRangeError extends ExactlyError {
   /** The splits (`topic:partition`) of the failed fetch. */
   readonly splits: readonly string[];
+  /** A restart reads the same checkpointed offset again: the records are not coming back. */
+  override readonly permanent = true;
   constructor(source: string, splits: readonly string[], options?: ErrorOptions) {
     super(
       "OFFSET_OUT_OF_RANGE",

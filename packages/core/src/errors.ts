@@ -7,6 +7,11 @@ import { formatPosition } from "./records.ts";
  */
 export class ExactlyError extends Error {
   readonly code: string;
+  /**
+   * Whether no restart can get past this failure (the data it needs is gone, a setting is
+   * wrong): the restart strategy fails the job at once. A connector's error sets it.
+   */
+  readonly permanent: boolean = false;
   constructor(code: string, message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;

@@ -4,6 +4,7 @@ import {
   CommitFailedError,
   ConfigurationError,
   classifyFailure,
+  ExactlyError,
   JobFailedError,
   RecordWriteError,
   RestartBackoff,
@@ -45,6 +46,17 @@ describe("classifying a failed attempt", () => {
     expect(classifyFailure(new TransactionLostError(4, "gone", { cause: refused() }), [])).toBe("permanent");
     expect(classifyFailure(new RecordWriteError(undefined, new Error("violates check")), [])).toBe("permanent");
     expect(classifyFailure(new Error("something else"), [])).toBe("other");
+  });
+
+  it("a connector's error that says no restart gets past it is permanent, even with a transient cause", () => {
+    class GoneError extends ExactlyError {
+      override readonly permanent = true;
+    }
+    expect(classifyFailure(new GoneError("GONE", "the records at the checkpointed offset were deleted"), [])).toBe(
+      "permanent",
+    );
+    expect(classifyFailure(new GoneError("GONE", "deleted", { cause: refused() }), [])).toBe("permanent");
+    expect(classifyFailure(new ExactlyError("OTHER", "not marked"), [])).toBe("other");
   });
 
   it("the job's own classification comes first", () => {

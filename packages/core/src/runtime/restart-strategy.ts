@@ -83,6 +83,7 @@ export function classifyFailure(
   const chain = errorChain(error);
   const codes = chain.map((e) => (e instanceof ExactlyError ? e.code : undefined));
   if (codes.some((code) => code !== undefined && ALWAYS_PERMANENT.has(code))) return "permanent";
+  if (chain.some((e) => e instanceof ExactlyError && e.permanent)) return "permanent";
   const passes = (e: unknown) => isTransientByDefault(e) || isTransient.some((check) => safely(check, e));
   if (chain.some(passes)) return "transient";
   if (codes.some((code) => code !== undefined && PERMANENT_UNLESS_CAUSE_PASSES.has(code))) return "permanent";
