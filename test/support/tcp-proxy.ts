@@ -13,10 +13,11 @@ export interface TcpProxy {
   /** Ends every open connection at once (both sides), as a network cut does. */
   cutAll(): void;
   /**
-   * The next client → server chunk that contains `pattern` is forwarded, then its connection
-   * is cut before the answer can come back. Resolves when that happened.
+   * The next client → server chunk that contains `pattern` (text protocols), or that
+   * `pattern` accepts (binary ones), is forwarded, then its connection is cut before the
+   * answer can come back. Resolves when that happened.
    */
-  cutAfterRequest(pattern: string): Promise<void>;
+  cutAfterRequest(pattern: string | ((chunk: Buffer) => boolean)): Promise<void>;
   /** Connections cut so far. */
   readonly cuts: number;
   close(): Promise<void>;
@@ -26,7 +27,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let latency = 0;
   let cuts = 0;
-  let armed: { pattern: Buffer; done: () => void } | undefined;
+  let armed: { matches: (chunk: Buffer) => boolean; done: () => void } | undefined;
 
   /** Ends both sides; counted as a cut unless one side had closed by itself. */
   const cut = (pair: { client: Socket; upstream: Socket }, counted = true) => {
@@ -58,7 +59,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     const toClient = delayed(client);
     client.on("data", (chunk: Buffer) => {
       const rule = armed;
-      if (rule && chunk.includes(rule.pattern)) {
+      if (rule?.matches(chunk)) {
         armed = undefined;
         // Forwarded whole; the connection dies once the server has had a moment to read it.
         toServer(chunk, () => {
@@ -92,7 +93,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     cutAfterRequest(pattern) {
       return new Promise<void>((resolve) => {
-        armed = { pattern: Buffer.from(pattern), done: resolve };
+        const text = typeof pattern === "string" ? Buffer.from(pattern) : undefined;
+        armed = {
+          matches: text ? (chunk) => chunk.includes(text) : (pattern as (chunk: Buffer) => boolean),
+          done: resolve,
+        };
       });
     },
     get cuts() {

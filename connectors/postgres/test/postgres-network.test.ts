@@ -4,12 +4,10 @@
 // transaction or the marker row), every connection is cut mid-run, and 20 ms of latency is
 // added each way. Every record shows exactly once and nothing is left prepared.
 
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { DeliveryGuarantee } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
+import { runThroughFault } from "../../../test/support/fault-run.ts";
 import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
@@ -36,25 +34,10 @@ async function runThrough(kind: "two-phase" | "write-ahead", fault: (proxy: TcpP
   tables.push(table);
   await createRecordsTable(pgUrl(), table);
   const name = `net-${kind}-${Math.random().toString(36).slice(2, 8)}`;
-  const job = new StreamJob({
-    name: "postgres-network",
-    parallelism: 2,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-pg-net-")), intervalMs: 100 },
-    restart: { initialDelayMs: 100, maxDelayMs: 1000 },
-    logger: silentLogger,
-    batchSize: 500,
-  });
-  job
-    .fromSource(
-      new GeneratorSource({
-        count: RECORDS,
-        splits: 4,
-        ratePerSecond: 10_000,
-        generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
-      }),
-    )
-    .sinkTo(
-      postgresSink({
+  try {
+    const result = await runThroughFault({
+      name: "postgres-network",
+      sink: postgresSink({
         connection: throughProxy(proxy),
         guarantee: DeliveryGuarantee.EXACTLY_ONCE,
         exactlyOnce: kind,
@@ -63,13 +46,15 @@ async function runThrough(kind: "two-phase" | "write-ahead", fault: (proxy: TcpP
         flushRows: 1000,
         nameLockWaitMs: 5000,
       }),
-      { name: "pg-out" },
-    );
-  try {
-    const running = job.execute();
-    await new Promise((r) => setTimeout(r, 1000));
-    await fault(proxy);
-    const result = await running;
+      records: RECORDS,
+      generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
+      ratePerSecond: 10_000,
+      batchSize: 500,
+      faultAfterMs: 1000,
+      fault: () => fault(proxy),
+    });
+    // A fault after the job ended would have tested nothing.
+    expect(result.endedBeforeFault).toBe(false);
     const ids = await committedIds(pgUrl(), table);
     expect(ids.length).toBe(RECORDS);
     expect(new Set(ids).size).toBe(RECORDS);

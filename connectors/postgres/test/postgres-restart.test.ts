@@ -6,12 +6,10 @@
 // transactions survive the restart, so a checkpoint pre-committed before it commits after.
 // Runs in the "services-restart" project, alone: the restart ends every session on the server.
 
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { DeliveryGuarantee } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { crashPostgres, pgUrl, restartPostgres } from "../../../test/services/endpoints.ts";
+import { runThroughFault } from "../../../test/support/fault-run.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 
@@ -32,49 +30,31 @@ describe("a Postgres restart or crash in the middle of a job", () => {
     await createRecordsTable(pgUrl(), table);
     const name = `restart-${kind}-${Math.random().toString(36).slice(2, 8)}`;
     const records = 60_000;
-    let attempts = 0;
-    const job = new StreamJob({
+    const result = await runThroughFault({
       name: "postgres-restart",
-      parallelism: 2,
-      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-pg-restart-")), intervalMs: 100 },
+      sink: postgresSink({
+        connection: pgUrl(),
+        guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+        exactlyOnce: kind,
+        name,
+        table: { table, columns: [...RECORD_COLUMNS], write: "append" },
+        flushRows: 1000,
+        nameLockWaitMs: 5000,
+      }),
+      records,
+      generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
+      ratePerSecond: 10_000,
+      batchSize: 500,
       // The default strategy's classification: an outage of any length is ridden through.
       restart: { initialDelayMs: 200, maxDelayMs: 1000 },
-      logger: silentLogger,
-      batchSize: 500,
+      // Let a few checkpoints complete first, so there is committed and pending work to keep.
+      faultAfterMs: 2000,
+      before: async () => (await committedIds(pgUrl(), table)).length,
+      // A fast shutdown, or a SIGKILL with the server down 5 s (crash recovery from the WAL after).
+      fault: () => (outage === "restart" ? restartPostgres() : crashPostgres({ downMs: 5000 })),
     });
-    job
-      .fromSource(
-        new GeneratorSource({
-          count: records,
-          splits: 4,
-          ratePerSecond: 10_000,
-          generate: (i) => ({ id: i, key: `k${i}`, version: 0, payload: "x" }),
-        }),
-      )
-      .sinkTo(
-        postgresSink({
-          connection: pgUrl(),
-          guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-          exactlyOnce: kind,
-          name,
-          table: {
-            table,
-            columns: [...RECORD_COLUMNS],
-            write: "append",
-          },
-          flushRows: 1000,
-          nameLockWaitMs: 5000,
-        }),
-        { name: "pg-out" },
-      );
-    const running = job.execute({ onStart: () => attempts++ });
-    // Let a few checkpoints complete first, so there is committed and pending work to keep.
-    await new Promise((r) => setTimeout(r, 2000));
-    const before = (await committedIds(pgUrl(), table)).length;
-    // A fast shutdown, or a SIGKILL with the server down 5 s (crash recovery from the WAL after).
-    if (outage === "restart") await restartPostgres();
-    else await crashPostgres({ downMs: 5000 });
-    const result = await running;
+    const { before, attempts } = result;
+    expect(result.endedBeforeFault).toBe(false);
     expect(before).toBeGreaterThan(0);
     expect(before).toBeLessThan(records);
     expect(attempts).toBe(result.restarts + 1);

@@ -6,13 +6,11 @@
 // go back ("no jump back"), not during the outage, not during the replay after it.
 // Runs in the "services-restart" project, alone: the fault ends every connection to the server.
 
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
+import type { SinkFactory } from "@exactly/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { crashRedis, redisUrl, restartRedis } from "../../../test/services/endpoints.ts";
+import { runThroughFault } from "../../../test/support/fault-run.ts";
 import { RedisUpsertSink, RedisWriteAheadSink, versionKeyOf } from "../src/index.ts";
 import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
 
@@ -34,45 +32,20 @@ const prefixFor = (label: string) => {
 const KEYS = 200;
 const RECORDS = 40_000;
 
-/**
- * Runs the job, brings the fault 1.5 s in and waits for the end. `before` reads what the job
- * had written when the fault came: a fault before any write, or after the job ended, would
- * test nothing, so the caller checks it.
- */
-async function runThroughFault<B>(
-  sink: SinkFactory<Row>,
-  fault: () => Promise<void>,
-  before: () => Promise<B>,
-): Promise<{ restarts: number; before: B; endedBeforeFault: boolean }> {
-  const job = new StreamJob({
+/** The job of both sinks, with the fault 1.5 s in. */
+function runThrough<B>(sink: SinkFactory<Row>, fault: () => Promise<void>, before: () => Promise<B>) {
+  return runThroughFault({
     name: "redis-fault",
-    parallelism: 2,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-redis-fault-")), intervalMs: 100 },
+    sink,
+    records: RECORDS,
+    generate: (i): Row => ({ id: i, key: `k${i % KEYS}` }),
+    ratePerSecond: 10_000,
     // The default classification: the outage is ridden through however long it lasts.
     restart: { initialDelayMs: 200, maxDelayMs: 1000 },
-    logger: silentLogger,
-    batchSize: 200,
+    faultAfterMs: 1500,
+    before,
+    fault,
   });
-  job
-    .fromSource(
-      new GeneratorSource({
-        count: RECORDS,
-        splits: 4,
-        ratePerSecond: 10_000,
-        generate: (i): Row => ({ id: i, key: `k${i % KEYS}` }),
-      }),
-    )
-    .sinkTo(sink, { name: "redis-out" });
-  let ended = false;
-  const running = job.execute().finally(() => {
-    ended = true;
-  });
-  await new Promise((r) => setTimeout(r, 1500));
-  const seen = await before();
-  await fault();
-  const endedBeforeFault = ended;
-  const { restarts } = await running;
-  return { restarts, before: seen, endedBeforeFault };
 }
 
 /**
@@ -130,7 +103,7 @@ describe.each([
       withRedis(redisUrl(), async (client) =>
         Object.values(await client.hgetall(`${prefix}counts`)).reduce((sum, n) => sum + Number(n), 0),
       );
-    const result = await runThroughFault(
+    const result = await runThrough(
       () =>
         new RedisWriteAheadSink<Row>({
           connection: redisUrl(),
@@ -163,7 +136,7 @@ describe.each([
     const reader = pollVersions(prefix);
     let polled: { wentBack: string[]; reads: number; failedReads: number };
     try {
-      const result = await runThroughFault(
+      const result = await runThrough(
         () =>
           new RedisUpsertSink<Row>({
             connection: redisUrl(),

@@ -5,12 +5,9 @@
 // Runs in the "services-restart" project, alone: the fault ends every connection to the server.
 
 import { randomBytes } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { describe, expect, it } from "vitest";
 import { crashS3, restartS3, s3Config } from "../../../../test/services/endpoints.ts";
+import { runThroughFault } from "../../../../test/support/fault-run.ts";
 import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
 import { idCountsUnder, listKeys, openUploads, testBucket } from "./helpers.ts";
 
@@ -18,48 +15,37 @@ const { bucket, s3 } = testBucket("faults", s3Config);
 
 const RECORDS = 40_000;
 
-async function runThroughFault(prefix: string, checkpointsOnS3: boolean, fault: () => Promise<void>) {
+async function runThrough(prefix: string, checkpointsOnS3: boolean, fault: () => Promise<void>) {
   const s3client = await s3();
   const pad = "z".repeat(300);
-  const job = new StreamJob({
+  return runThroughFault({
     name: "s3-fault",
-    parallelism: 2,
-    checkpoint: {
-      storage: checkpointsOnS3
-        ? new S3CheckpointStorage({ location: `s3://${bucket}/${prefix}-checkpoints`, connection: s3Config() })
-        : await mkdtemp(join(tmpdir(), "exactly-s3-fault-")),
-      intervalMs: 300,
-    },
+    sink: () =>
+      s3FileSink({
+        bucket,
+        prefix,
+        connection: { ...s3Config(), maxAttempts: 2 },
+        partSizeBytes: MIN_PART_BYTES,
+        bucketAssigner: (r: { id: number }) => `b${r.id % 2}`,
+      }),
+    records: RECORDS,
+    generate: (id) => ({ id, pad }),
+    ratePerSecond: 8_000,
+    checkpointIntervalMs: 300,
+    ...(checkpointsOnS3
+      ? {
+          checkpointStorage: new S3CheckpointStorage({
+            location: `s3://${bucket}/${prefix}-checkpoints`,
+            connection: s3Config(),
+          }),
+        }
+      : {}),
     // The default classification: the outage is ridden through however long it lasts.
     restart: { initialDelayMs: 200, maxDelayMs: 1000 },
-    logger: silentLogger,
-    batchSize: 200,
+    faultAfterMs: 2000,
+    before: async () => (await listKeys(s3client, bucket, `${prefix}/`)).length,
+    fault,
   });
-  job
-    .fromSource(
-      new GeneratorSource({ count: RECORDS, splits: 4, ratePerSecond: 8_000, generate: (id) => ({ id, pad }) }),
-    )
-    .sinkTo(
-      () =>
-        s3FileSink({
-          bucket,
-          prefix,
-          connection: { ...s3Config(), maxAttempts: 2 },
-          partSizeBytes: MIN_PART_BYTES,
-          bucketAssigner: (r: { id: number }) => `b${r.id % 2}`,
-        }),
-      { name: "s3-out" },
-    );
-  let ended = false;
-  const running = job.execute().finally(() => {
-    ended = true;
-  });
-  await new Promise((r) => setTimeout(r, 2000));
-  const publishedBefore = (await listKeys(s3client, bucket, `${prefix}/`)).length;
-  await fault();
-  const endedBeforeFault = ended;
-  const { restarts } = await running;
-  return { restarts, publishedBefore, endedBeforeFault };
 }
 
 describe("S3 server faults", () => {
@@ -70,10 +56,10 @@ describe("S3 server faults", () => {
     ["SIGKILLed, down 5 s, checkpoints on S3", true, () => crashS3({ downMs: 5000 })],
   ] as const)("exactly once when the server is %s mid-run", async (_what, checkpointsOnS3, fault) => {
     const prefix = `fault-${randomBytes(4).toString("hex")}`;
-    const run = await runThroughFault(prefix, checkpointsOnS3, fault);
+    const run = await runThrough(prefix, checkpointsOnS3, fault);
     // The fault came mid-run: after the first commits, before the end.
     expect(run.endedBeforeFault).toBe(false);
-    expect(run.publishedBefore).toBeGreaterThan(0);
+    expect(run.before).toBeGreaterThan(0);
     const s3client = await s3();
     const counts = await idCountsUnder(s3client, bucket, `${prefix}/`);
     expect(counts.size).toBe(RECORDS);

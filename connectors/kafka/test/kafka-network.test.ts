@@ -1,0 +1,109 @@
+// The network between the job and the broker fails, through a TCP proxy the test controls
+// (every broker connection of the job's kafkajs client goes through it): the connection
+// carrying EndTxn (the commit) is cut right after the broker got it, so the sink never
+// hears whether its transaction committed and must settle that from the broker; every
+// connection is cut mid-run; 20 ms of latency is added each way. Every record is committed
+// once and no transaction is left open.
+
+import { connect } from "node:net";
+import kafkajs from "kafkajs";
+import { describe, expect, it } from "vitest";
+import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { runThroughFault } from "../../../test/support/fault-run.ts";
+import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
+import { kafkaSink } from "../src/index.ts";
+import {
+  createTopic,
+  exactlyOnceReport,
+  idCounts,
+  newKafka,
+  partitionEnds,
+  readCommitted,
+  uniqueName,
+} from "./helpers.ts";
+
+const RECORDS = 30_000;
+const PARTITIONS = 3;
+/** Kafka's API key of EndTxn, which ends (commits or aborts) a transaction. */
+const END_TXN = 26;
+
+/** Whether a client → broker chunk holds an EndTxn request (size, then API key, per frame). */
+function holdsEndTxn(chunk: Buffer): boolean {
+  let at = 0;
+  while (at + 6 <= chunk.length) {
+    if (chunk.readInt16BE(at + 4) === END_TXN) return true;
+    const size = chunk.readInt32BE(at);
+    if (size <= 0) return false; // not at a frame's start
+    at += 4 + size;
+  }
+  return false;
+}
+
+/** A kafkajs client whose every broker connection, whatever address the broker advertises, goes through the proxy. */
+function clientThrough(proxy: TcpProxy) {
+  return new kafkajs.Kafka({
+    clientId: "exactly-network-test",
+    brokers: kafkaBrokers(),
+    logLevel: kafkajs.logLevel.NOTHING,
+    socketFactory: ({ onConnect }) => {
+      const socket = connect({ host: "127.0.0.1", port: proxy.port }, onConnect);
+      socket.setKeepAlive(true, 60_000);
+      return socket;
+    },
+  });
+}
+
+async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise<{ cuts: number }> {
+  const [host, port] = (kafkaBrokers()[0] as string).split(":");
+  const proxy = await startTcpProxy({ host: host as string, port: Number(port) });
+  const admin = newKafka(kafkaBrokers());
+  const topic = uniqueName("net");
+  await createTopic(admin, topic, PARTITIONS);
+  try {
+    const run = await runThroughFault({
+      name: "kafka-network",
+      sink: kafkaSink<{ id: number }>({
+        client: clientThrough(proxy),
+        topic,
+        transactionalIdPrefix: topic,
+        transactionTimeoutMs: 120_000,
+        checkpointTiming: { intervalMs: 100, timeoutMs: 60_000, restartDelayMs: 1000 },
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+      }),
+      records: RECORDS,
+      generate: (id) => ({ id }),
+      ratePerSecond: 10_000,
+      batchSize: 500,
+      faultAfterMs: 1500,
+      fault: () => fault(proxy),
+    });
+    // A fault after the job ended would have tested nothing.
+    expect(run.endedBeforeFault).toBe(false);
+    const report = exactlyOnceReport(idCounts(await readCommitted(admin, topic, PARTITIONS)), RECORDS);
+    expect(report).toEqual({ lost: [], duplicated: [], phantom: [] });
+    for (const end of await partitionEnds(admin, topic, PARTITIONS)) {
+      expect(end.lastStableOffset, `partition ${end.partition}: an open transaction blocks readers`).toBe(
+        end.highWatermark,
+      );
+    }
+    return { cuts: proxy.cuts };
+  } finally {
+    await proxy.close();
+  }
+}
+
+describe("the network between the job and the broker", () => {
+  it("the connection is cut while EndTxn (the commit) is in flight; the outcome is settled from the broker", async () => {
+    const { cuts } = await runThrough((proxy) => proxy.cutAfterRequest(holdsEndTxn));
+    expect(cuts).toBe(1);
+  });
+
+  it("every connection cut mid-run", async () => {
+    const { cuts } = await runThrough(async (proxy) => proxy.cutAll());
+    expect(cuts).toBeGreaterThan(0);
+  });
+
+  it("20 ms of latency each way for the rest of the run", async () => {
+    await runThrough(async (proxy) => proxy.setLatency(20));
+  });
+});
