@@ -8,7 +8,7 @@ import { DeliveryGuarantee } from "@exactly/core";
 import { kafkaSink } from "../../src/index.ts";
 import { createCluster } from "../../src/kafkajs/cluster.ts";
 import { listTransactions } from "../../src/kafkajs/transactions.ts";
-import { createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
+import { CommittedTail, createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
 
 interface KafkaConformanceOptions {
   readonly brokers: string[];
@@ -18,7 +18,8 @@ interface KafkaConformanceOptions {
 const PARTITIONS = 3;
 /** Kafka aborts a transaction left open this long; the transaction-timeout scenario outlasts it. */
 const TRANSACTION_TIMEOUT_MS = 10_000;
-const topicOf = (scope: ScenarioScope) => `conformance-${scope.id}`;
+/** The topic a scenario writes to. */
+export const topicOf = (scope: ScenarioScope) => `conformance-${scope.id}`;
 
 export function createSink(context: SinkFactoryContext<KafkaConformanceOptions>) {
   return kafkaSink<ConformanceRecord>({
@@ -36,6 +37,16 @@ export function kafkaDefinition(
   guarantee: DeliveryGuarantee,
 ): ConformanceDefinition<KafkaConformanceOptions> {
   const kafka = newKafka(brokers);
+  // The observer's reader during runs, one per scenario scope: it keeps its place between polls.
+  const tails = new Map<string, CommittedTail>();
+  const tailOf = (scope: ScenarioScope) => {
+    let tail = tails.get(scope.id);
+    if (!tail) {
+      tail = new CommittedTail(kafka, topicOf(scope), PARTITIONS);
+      tails.set(scope.id, tail);
+    }
+    return tail;
+  };
   return {
     name: `kafka sink (${guarantee})`,
     sinkModule: new URL(import.meta.url),
@@ -48,6 +59,8 @@ export function kafkaDefinition(
     transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
     setup: (scope) => createTopic(kafka, topicOf(scope), PARTITIONS),
     async teardown(scope) {
+      await tails.get(scope.id)?.close();
+      tails.delete(scope.id);
       const admin = kafka.admin();
       await admin.connect();
       try {
@@ -56,9 +69,12 @@ export function kafkaDefinition(
         await admin.disconnect();
       }
     },
-    // What a read_committed consumer sees: up to each partition's last stable offset.
+    // What a read_committed consumer sees: up to each partition's last stable offset. While
+    // runs go on, a reader that keeps its place; at the end, a fresh one from offset 0.
     readCommitted: async (scope, phase) =>
-      (await readCommitted(kafka, topicOf(scope), PARTITIONS, { settle: phase === "ended" })).map(Number),
+      phase === "ended"
+        ? (await readCommitted(kafka, topicOf(scope), PARTITIONS, { settle: true })).map(Number)
+        : (await tailOf(scope).read()).map(Number),
     async probeLingering(scope) {
       const lingering: string[] = [];
       const cluster = createCluster(kafka);
