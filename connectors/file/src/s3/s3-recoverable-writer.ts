@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { type FileHandle, open, readFile, rm } from "node:fs/promises";
+import { access, type FileHandle, open, readFile, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
 import {
   AbortMultipartUploadCommand,
@@ -34,7 +34,7 @@ import {
   s3ErrorName,
 } from "./s3-connection.ts";
 import { S3Prefix } from "./s3-prefix.ts";
-import { createSpoolDirectory, defaultSpoolRoot } from "./spool.ts";
+import { createSpoolDirectory, defaultSpoolRoot, RetainedParts } from "./spool.ts";
 
 /** S3 takes parts of at least 5 MiB, except the last one. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -86,6 +86,8 @@ export class S3RecoverableWriter implements RecoverableWriter {
   /** Cleared when the server answers NotImplemented to a conditional completion. */
   private conditionalComplete = true;
   readonly slots: UploadSlots;
+  /** Local copies of uploaded parts, until their upload is completed or aborted. */
+  readonly retained: RetainedParts;
   private readonly listing: S3Prefix;
 
   constructor(options: S3WriterOptions) {
@@ -102,6 +104,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.connection = options.connection ?? {};
     this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
     this.slots = new UploadSlots(this.uploadConcurrency);
+    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix);
     this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
   }
 
@@ -141,7 +144,11 @@ export class S3RecoverableWriter implements RecoverableWriter {
   }
 
   /** Uploads one spooled part; returns its ETag. The bytes are read whole so the SDK can retry. */
-  async uploadPart(upload: Omit<MultipartUploadState, "parts">, n: number, path: string): Promise<string> {
+  async uploadPart(
+    upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">,
+    n: number,
+    path: string,
+  ): Promise<string> {
     const body = await readFile(path);
     const result = await this.client.send(
       new UploadPartCommand({
@@ -168,8 +175,11 @@ export class S3RecoverableWriter implements RecoverableWriter {
     await this.complete(part);
   }
 
-  /** Completes a closed part's upload, settling a failure from what the server holds. */
-  async complete(part: PartDescriptor): Promise<void> {
+  /**
+   * Completes a closed part's upload, settling a failure from what the server holds. Once
+   * it is published, the local copies of its parts go.
+   */
+  async complete(part: PartDescriptor, reuploaded = false): Promise<void> {
     const upload = uploadOf(part);
     const conditional = this.conditionalComplete;
     try {
@@ -186,10 +196,14 @@ export class S3RecoverableWriter implements RecoverableWriter {
       if (conditional && isNotImplemented(error)) {
         // The server cannot promise "never overwrite"; our names are unique per checkpoint, so go on without.
         this.conditionalComplete = false;
-        return this.complete(part);
+        return this.complete(part, reuploaded);
       }
-      await this.settle(part, upload, error);
+      if ((await this.settle(part, upload, error, reuploaded)) === "uploaded again") return this.complete(part, true);
     }
+    await this.retained.release(
+      upload.uploadId,
+      upload.parts.map((p) => p.n),
+    );
     // One part of the transaction is published, the rest may not be: a crash here must be harmless.
     reachFault("mid-commit");
   }
@@ -198,9 +212,15 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * After a failed completion, the object decides: ours (length and nonce match) means an
    * earlier completion went through; another object, or none while the upload is gone, is
    * a lost part. A failure that leaves the question open (server unreachable) is rethrown
-   * for the commit retry.
+   * for the commit retry. An open upload that lacks parts gets them again from their local
+   * copies ("uploaded again": complete once more), when this machine still has them.
    */
-  private async settle(part: PartDescriptor, upload: MultipartUploadState, error: unknown): Promise<void> {
+  private async settle(
+    part: PartDescriptor,
+    upload: MultipartUploadState,
+    error: unknown,
+    reuploaded: boolean,
+  ): Promise<"published" | "uploaded again"> {
     let head: HeadObjectCommandOutput | undefined;
     try {
       head = await this.head(upload.bucket, upload.key);
@@ -210,7 +230,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     }
     const said = s3ErrorName(error) ?? String(error);
     if (head) {
-      if (head.ContentLength === part.length && head.Metadata?.[NONCE_METADATA] === upload.nonce) return;
+      if (head.ContentLength === part.length && head.Metadata?.[NONCE_METADATA] === upload.nonce) return "published";
       throw new PartLostError(
         part,
         `cannot be published: s3://${upload.bucket}/${upload.key} holds another object ` +
@@ -233,19 +253,48 @@ export class S3RecoverableWriter implements RecoverableWriter {
       // (a killed process's request the server still carries out) moves the parts out before
       // the object appears: give it a moment. If no object comes, the parts are gone: MinIO
       // removes the parts' metadata before it publishes the object, so a client that died
-      // during its completion can leave an open upload without its parts. The data is lost.
-      if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return;
+      // during its completion can leave an open upload without its parts. Upload them again
+      // from their local copies; without those, the data is lost.
+      if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return "published";
       const listed = upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ");
+      const holds = [...held].map(([n, etag]) => `${n}:${etag}`).join(" ") || "none";
+      const lacking = upload.parts.filter((p) => unquoted(held.get(p.n) ?? "") !== unquoted(p.etag));
+      const unrecoverable = reuploaded
+        ? "they were uploaded again once already"
+        : await this.uploadAgain(upload, lacking);
+      if (unrecoverable === undefined) return "uploaded again";
       throw new PartLostError(
         part,
         `cannot be published: s3://${upload.bucket}/${upload.key} does not exist and its open upload ${upload.uploadId} ` +
-          `lacks parts the checkpoint lists (the state lists ${listed}; the server holds ${[...held].map(([n, etag]) => `${n}:${etag}`).join(" ") || "none"}); completing it failed with ${said}`,
+          `lacks parts the checkpoint lists (the state lists ${listed}; the server holds ${holds}), and ${unrecoverable}; completing it failed with ${said}`,
       );
     }
     throw new PartLostError(
       part,
       `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone (completing it failed with ${said})`,
     );
+  }
+
+  /**
+   * Uploads `parts` again from their local copies, each checked against the ETag the
+   * checkpoint lists (the same bytes give the same ETag). Undefined when all went up, else
+   * why they cannot.
+   */
+  private async uploadAgain(
+    upload: MultipartUploadState,
+    parts: MultipartUploadState["parts"],
+  ): Promise<string | undefined> {
+    const paths = parts.map((p) => ({ ...p, path: this.retained.pathOf(upload.uploadId, p.n) }));
+    const missing: number[] = [];
+    for (const p of paths) if (!(await exists(p.path))) missing.push(p.n);
+    if (missing.length > 0) return `this machine has no copy of part ${missing.join(", ")} to upload again`;
+    for (const p of paths) {
+      const etag = await this.uploadPart(upload, p.n, p.path);
+      if (unquoted(etag) !== unquoted(p.etag)) {
+        return `the local copy of part ${p.n} is not what the checkpoint lists (ETag ${etag}, listed ${p.etag})`;
+      }
+    }
+    return undefined;
   }
 
   /** Whether our object (length and nonce) appears within `ms`. */
@@ -301,7 +350,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     await this.abortUpload(uploadOf(part));
   }
 
-  /** Aborts an upload; one already gone (aborted, completed, expired) is fine. */
+  /** Aborts an upload; one already gone (aborted, completed, expired) is fine. Its local copies go too. */
   async abortUpload(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
     try {
       await this.client.send(
@@ -310,6 +359,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     } catch (error) {
       if (s3ErrorName(error) !== "NoSuchUpload" && !isNotFound(error)) throw error;
     }
+    await this.retained.release(upload.uploadId);
   }
 
   /** This writer's open uploads under its prefix, as (bucket directory, name). */
@@ -327,15 +377,22 @@ export class S3RecoverableWriter implements RecoverableWriter {
     filter: LingeringFilter,
   ): Promise<string[]> {
     const aborted: string[] = [];
+    // Copies listed first: each belongs to an upload that exists by the time of the listing.
+    const copies = await this.retained.list();
+    const stillOpen = new Set<string>();
     for await (const upload of this.openUploads()) {
+      stillOpen.add(upload.uploadId);
       if (!upload.name.startsWith(partPrefix)) continue;
       const subtask = parseSubtask(upload.name);
       if (subtask === undefined || !filter.ownsSubtaskIndex(subtask)) continue;
       if (filter.isReferenced({ bucket: upload.bucket, name: upload.name })) continue;
       await this.abortUpload({ bucket: this.bucket, key: upload.key, uploadId: upload.uploadId });
+      stillOpen.delete(upload.uploadId);
       aborted.push(upload.key);
       reachFault("during-lingering-abort");
     }
+    // Copies of uploads that are gone (completed, aborted, expired), whatever process kept them.
+    await this.retained.sweep(copies, stillOpen);
     return aborted;
   }
 
@@ -359,6 +416,15 @@ export class S3RecoverableWriter implements RecoverableWriter {
 const SETTLE_WAIT_MS = 3000;
 
 const unquoted = (etag: string) => etag.replace(/^"|"$/g, "");
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 function holdsEvery(held: ReadonlyMap<number, string>, parts: MultipartUploadState["parts"]): boolean {
   return parts.every((p) => held.has(p.n) && unquoted(held.get(p.n) as string) === unquoted(p.etag));
@@ -460,18 +526,18 @@ class S3OpenPart implements OpenPart {
     await this.writer.slots.acquire();
     const sending: Promise<void> = this.writer
       .uploadPart(this.upload, n, file.path)
-      .then(
-        (etag) => {
-          this.parts.push({ n, etag });
-        },
-        (error: unknown) => {
-          this.failure ??= { error };
-        },
-      )
+      // Uploaded: its bytes stay on local disk until the upload is completed (RetainedParts).
+      .then(async (etag) => {
+        await this.writer.retained.keep(file.path, this.upload.uploadId, n);
+        this.parts.push({ n, etag });
+      })
+      .catch(async (error: unknown) => {
+        this.failure ??= { error };
+        await rm(file.path, { force: true });
+      })
       .finally(() => {
         this.writer.slots.release();
         this.inFlight.delete(sending);
-        return rm(file.path, { force: true });
       });
     this.inFlight.add(sending);
   }

@@ -13,6 +13,7 @@ import {
   HeadObjectCommand,
   ListPartsCommand,
   PutObjectCommand,
+  UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import {
   ArraySource,
@@ -184,8 +185,9 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         expect(counts.size).toBe(records.length);
         expect([...counts.values()].every((n) => n === 1)).toBe(true);
         expect(await openUploads(s3client, bucket, `${prefix}/`)).toEqual([]);
-        const spoolDirs = await readdir(spool);
-        for (const dir of spoolDirs) expect(await readdir(join(spool, dir))).toEqual([]);
+        // No spooled bytes and no retained copy of a part: every upload was completed.
+        const files = (await readdir(spool, { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
+        expect(files.map((f) => join(f.parentPath, f.name))).toEqual([]);
       });
 
       it("settles a repeated commit by the object it published", async () => {
@@ -256,7 +258,38 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         const error = await w.recoverAndCommit(tampered).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(PartLostError);
         expect((error as Error).message).toMatch(/lacks parts the checkpoint lists .*the server holds 1:/);
+        expect((error as Error).message).toContain("this machine has no copy of part 2 to upload again");
         await w.abort(closed);
+        w.close();
+      });
+
+      it("uploads a part the server lost again from its local copy, checked by ETag, and publishes the file whole", async () => {
+        const s3client = await s3();
+        const w = writer(`regained-${randomBytes(3).toString("hex")}`);
+        const open = await w.openPart({ bucket: "", name: "part-r-0-1-0" });
+        let expected = "";
+        for (let line = 0; line < LINES_PER_PART + 10; line++) {
+          const text = `{"id":${line},"pad":"${PAD}"}\n`;
+          expected += text;
+          await open.append(text);
+        }
+        const closed = await open.closeForCommit();
+        const upload = closed.recoverable as { key: string; uploadId: string; parts: { n: number }[] };
+        expect(upload.parts.map((p) => p.n)).toEqual([1, 2]);
+        // The server no longer holds part 2 as the checkpoint lists it (another part 2 replaced it).
+        await s3client.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key: upload.key,
+            UploadId: upload.uploadId,
+            PartNumber: 2,
+            Body: "x",
+          }),
+        );
+        await w.recoverAndCommit(closed);
+        expect(await readObject(s3client, bucket, w.keyOf(closed))).toBe(expected);
+        // Published: its local copies are gone.
+        expect(await w.retained.list()).toEqual([]);
         w.close();
       });
 

@@ -63,23 +63,6 @@ export function createCheckpointStorage(context: SinkFactoryContext<S3Conformanc
   });
 }
 
-/**
- * The two scenarios that kill the process before each operation of a commit or a recovery
- * land, on MinIO, inside a CompleteMultipartUpload: MinIO removes the upload's part metadata
- * before it publishes the object, under the request's context, so a client killed then
- * leaves an open upload without its parts (MinIO logs cmd.InvalidPart as a bug). The data is
- * gone on the server and the sink reports TransactionLostError, naming both part lists
- * (s3-recoverable-writer.ts : settle). They run on moto (conformance-moto.test.ts); on MinIO
- * they come back once the sink can upload lost parts again from a spool kept until commit
- * (issue #13).
- */
-const MINIO_LOSES_PARTS = {
-  "kill-inside-commit":
-    "MinIO loses the parts of an upload whose completing client is killed (CompleteMultipartUpload removes part metadata before publishing); runs on moto",
-  "kill-inside-recovery":
-    "MinIO loses the parts of an upload whose completing client is killed (CompleteMultipartUpload removes part metadata before publishing); runs on moto",
-} as const;
-
 export function s3FileSinkDefinition(options: S3ConformanceOptions): ConformanceDefinition<S3ConformanceOptions> {
   const { s3, bucket } = options;
   return {
@@ -88,7 +71,6 @@ export function s3FileSinkDefinition(options: S3ConformanceOptions): Conformance
     sinkOptions: options,
     ...(options.checkpoints === "s3" ? { checkpointStorageExport: "createCheckpointStorage" } : {}),
     guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-    ...(options.server === "MinIO" ? { skip: MINIO_LOSES_PARTS } : {}),
     setup: () => withS3(s3, (client) => ensureBucket(client, bucket)),
     teardown: (scope) =>
       withS3(s3, async (client) => {
