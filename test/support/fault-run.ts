@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type CheckpointStorage,
+  consoleLogger,
   GeneratorSource,
   type RestartStrategy,
-  consoleLogger,
   type SinkFactory,
   StreamJob,
   silentLogger,
