@@ -198,7 +198,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
         this.conditionalComplete = false;
         return this.complete(part, reuploaded);
       }
-      if ((await this.settle(part, upload, error, reuploaded)) === "uploaded again") return this.complete(part, true);
+      const settled = await this.settle(part, upload, error, reuploaded);
+      if (settled === "uploaded again") return this.complete(part, true);
+      if (settled === "published again") return; // by a completion of its own, which did what follows
     }
     await this.retained.release(
       upload.uploadId,
@@ -220,7 +222,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     upload: MultipartUploadState,
     error: unknown,
     reuploaded: boolean,
-  ): Promise<"published" | "uploaded again"> {
+  ): Promise<"published" | "uploaded again" | "published again"> {
     let head: HeadObjectCommandOutput | undefined;
     try {
       head = await this.head(upload.bucket, upload.key);
@@ -269,10 +271,56 @@ export class S3RecoverableWriter implements RecoverableWriter {
           `lacks parts the checkpoint lists (the state lists ${listed}; the server holds ${holds}), and ${unrecoverable}; completing it failed with ${said}`,
       );
     }
+    // No object and no upload. MinIO can drop both when a client dies during the completion
+    // (the object never appears, the upload answers NoSuchUpload). Unless the object is
+    // still on its way, publish it again, under a new upload, from the local copies.
+    if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return "published";
+    const unrecoverable = reuploaded
+      ? "its parts were uploaded again once already"
+      : await this.publishAgain(part, upload);
+    if (unrecoverable === undefined) return "published again";
     throw new PartLostError(
       part,
-      `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone (completing it failed with ${said})`,
+      `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone, ` +
+        `and ${unrecoverable} (completing it failed with ${said})`,
     );
+  }
+
+  /**
+   * Publishes a part whose upload the server lost, under a new upload of the same key and
+   * nonce, from the local copies (each checked against the ETag the checkpoint lists).
+   * Uploads other processes opened for this key in earlier attempts are aborted first: the
+   * state names only the lost upload, so nothing else would ever clean them up. Undefined
+   * when it is published, else why it cannot be.
+   */
+  private async publishAgain(part: PartDescriptor, lost: MultipartUploadState): Promise<string | undefined> {
+    for (const p of lost.parts) {
+      if (!(await exists(this.retained.pathOf(lost.uploadId, p.n)))) {
+        return `this machine has no copy of part ${p.n} to publish it again`;
+      }
+    }
+    for await (const open of this.listing.openUploads()) {
+      if (open.key === lost.key) await this.abortUploadOnly({ bucket: lost.bucket, ...open });
+    }
+    const created = await this.client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: lost.bucket,
+        Key: lost.key,
+        Metadata: { [NONCE_METADATA]: lost.nonce },
+      }),
+    );
+    if (!created.UploadId) throw new Error(`CreateMultipartUpload for ${lost.key} returned no upload id`);
+    const again: MultipartUploadState = { ...lost, uploadId: created.UploadId };
+    for (const p of lost.parts) {
+      const etag = await this.uploadPart(again, p.n, this.retained.pathOf(lost.uploadId, p.n));
+      if (unquoted(etag) !== unquoted(p.etag)) {
+        await this.abortUploadOnly(again);
+        return `the local copy of part ${p.n} is not what the checkpoint lists (ETag ${etag}, listed ${p.etag})`;
+      }
+    }
+    await this.complete({ ...part, recoverable: again }, true);
+    await this.retained.release(lost.uploadId);
+    return undefined;
   }
 
   /**
@@ -352,6 +400,12 @@ export class S3RecoverableWriter implements RecoverableWriter {
 
   /** Aborts an upload; one already gone (aborted, completed, expired) is fine. Its local copies go too. */
   async abortUpload(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
+    await this.abortUploadOnly(upload);
+    await this.retained.release(upload.uploadId);
+  }
+
+  /** Aborts an upload on the server and keeps its local copies; one already gone is fine. */
+  private async abortUploadOnly(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
     try {
       await this.client.send(
         new AbortMultipartUploadCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId }),
@@ -359,7 +413,6 @@ export class S3RecoverableWriter implements RecoverableWriter {
     } catch (error) {
       if (s3ErrorName(error) !== "NoSuchUpload" && !isNotFound(error)) throw error;
     }
-    await this.retained.release(upload.uploadId);
   }
 
   /** This writer's open uploads under its prefix, as (bucket directory, name). */

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
   HeadObjectCommand,
   ListPartsCommand,
@@ -244,6 +245,35 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         const error = await w.recoverAndCommit(closed).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(PartLostError);
         expect((error as Error).message).toContain("was never published");
+        expect((error as Error).message).toContain("this machine has no copy of part 1 to publish it again");
+        w.close();
+      });
+
+      it("publishes a part whose upload the server lost under a new upload, from its local copies", async () => {
+        // What a client that died during its completion can leave on MinIO: no object, the upload gone.
+        const s3client = await s3();
+        const w = writer(`republished-${randomBytes(3).toString("hex")}`);
+        const open = await w.openPart({ bucket: "", name: "part-p-0-1-0" });
+        let expected = "";
+        for (let line = 0; line < LINES_PER_PART + 10; line++) {
+          const text = `{"id":${line},"pad":"${PAD}"}\n`;
+          expected += text;
+          await open.append(text);
+        }
+        const closed = await open.closeForCommit();
+        const upload = closed.recoverable as { key: string; uploadId: string };
+        await s3client.send(
+          new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.key, UploadId: upload.uploadId }),
+        );
+        // An upload of the same name an earlier attempt left open: nothing in the state names it.
+        await s3client.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: upload.key }));
+        await w.recoverAndCommit(closed);
+        expect(await readObject(s3client, bucket, w.keyOf(closed))).toBe(expected);
+        expect(await openUploads(s3client, bucket, upload.key)).toEqual([]);
+        expect(await w.retained.list()).toEqual([]);
+        // A recommit after that finds the object published and leaves it be.
+        await w.recoverAndCommit(closed);
+        expect(await readObject(s3client, bucket, w.keyOf(closed))).toBe(expected);
         w.close();
       });
 
