@@ -1,2 +1,3 @@
 export { type DemoOptions, type DemoSummary, formatSummary, runDemo } from "./demo/demo-command.ts";
 export { buildProgram, main } from "./main.ts";
+export { type MetricsEndpoint, PrometheusMetrics, serveMetrics } from "./metrics/prometheus-metrics.ts";

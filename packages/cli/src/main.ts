@@ -9,6 +9,12 @@ function integer(value: string): number {
   return n;
 }
 
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
+  return n;
+}
+
 export function buildProgram(): Command {
   const program = new Command("exactly").description("End-to-end exactly-once stream pipelines").showHelpAfterError();
   program
@@ -34,6 +40,7 @@ export function buildProgram(): Command {
     .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
     .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
     .option("--require-kcat", "with --kafka: fail the run when kcat's check could not run (not installed)", false)
+    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
     .option("--json", "print the summary as JSON on the last line", false)
     .action(async (opts, command: Command) => {
       const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
@@ -44,6 +51,7 @@ export function buildProgram(): Command {
           redisUrl: "redis-url",
           keyPrefix: "key-prefix",
           s3Endpoint: "s3-endpoint",
+          metricsPort: "metrics-port",
         };
         const fileOnly = [
           "out",
@@ -60,6 +68,7 @@ export function buildProgram(): Command {
           "bucket",
           "prefix",
           "checkpoints",
+          "metricsPort",
         ]
           .filter((name) => command.getOptionValueSource(name) === "cli")
           .map((name) => flags[name] ?? name);

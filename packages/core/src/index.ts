@@ -4,6 +4,7 @@ export type {
   CheckpointStorage,
   LogStore,
   RestoredCheckpoint,
+  StoredTaskState,
 } from "./checkpoint/checkpoint-storage.ts";
 export {
   FileSystemCheckpointStorage,
@@ -25,6 +26,7 @@ export {
 } from "./errors.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
+export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
@@ -53,7 +55,13 @@ export {
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export { type LingeringContext, ownsSubtaskIndex } from "./sinks/restored-work.ts";
 export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
-export { type Sink, type SinkContext, type SinkFactory, writeEachRecord } from "./sinks/sink.ts";
+export {
+  type PendingWork,
+  type Sink,
+  type SinkContext,
+  type SinkFactory,
+  writeEachRecord,
+} from "./sinks/sink.ts";
 export {
   type CommitContext,
   type TransactionContext,

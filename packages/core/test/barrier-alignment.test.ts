@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FileSystemCheckpointStorage } from "../src/index.ts";
+import { FileSystemCheckpointStorage, noMetrics } from "../src/index.ts";
 import { KeyedProcessOperator } from "../src/operators/keyed-process.ts";
 import { Collector } from "../src/operators/operator.ts";
 import type { StreamElement } from "../src/records.ts";
@@ -27,18 +27,21 @@ describe("barrier alignment", () => {
     });
     operator.open({ subtask: 0, parallelism: 1, maxParallelism: 128, keyGroups: { start: 0, end: 127 }, restored: [] });
     const edge = { partitioning: { kind: "forward" }, chain: [] } as unknown as Edge;
+    const labels = { stage: "op", subtask: 0 };
     const task = new OperatorTask({
       key: "op/0",
       storage,
       acks: {
-        acknowledge: (id, _key, handle) => acks.push({ id, handle }),
+        acknowledge: (id, _key, stored) => acks.push({ id, handle: stored.handle }),
         declineState: (_id, _key, error) => {
           throw error;
         },
       },
       gate: new InputGate(inputs),
+      labels,
+      metrics: noMetrics,
       operator: operator as never,
-      output: new TaskOutput([{ edge, channels: [downstream] }], 0, 128),
+      output: new TaskOutput([{ edge, channels: [downstream] }], labels, 128, noMetrics),
       collector: new Collector(false),
     });
     const running = task.run();

@@ -21,7 +21,7 @@ describe("FileSystemCheckpointStorage", () => {
     const storage = new FileSystemCheckpointStorage(dir);
     for (const id of [1, 2]) {
       await storage.beginCheckpoint(id);
-      await storage.completeCheckpoint(meta(id, { "t/0": await storage.writeTaskState(id, "t/0", { id }) }));
+      await storage.completeCheckpoint(meta(id, { "t/0": (await storage.writeTaskState(id, "t/0", { id })).handle }));
     }
     await storage.beginCheckpoint(3);
     await storage.writeTaskState(3, "t/0", { id: 3 });

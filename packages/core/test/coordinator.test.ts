@@ -6,6 +6,7 @@ import {
   GeneratorSource,
   type LogStore,
   type RestoredCheckpoint,
+  type StoredTaskState,
   StreamJob,
   silentLogger,
 } from "../src/index.ts";
@@ -25,7 +26,7 @@ class LoggingStorage implements CheckpointStorage {
   beginCheckpoint(id: number): Promise<void> {
     return this.inner.beginCheckpoint(id);
   }
-  writeTaskState(id: number, key: string, state: unknown): Promise<string> {
+  writeTaskState(id: number, key: string, state: unknown): Promise<StoredTaskState> {
     return this.inner.writeTaskState(id, key, state);
   }
   async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {

@@ -14,6 +14,7 @@ import {
   ConfigurationError,
   type LogStore,
   type RestoredCheckpoint,
+  type StoredTaskState,
 } from "@exactly/core";
 import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "@exactly/core/internal";
 import {
@@ -208,17 +209,18 @@ export class S3CheckpointStorage implements CheckpointStorage {
     }
   }
 
-  async writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<string> {
+  async writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<StoredTaskState> {
     const file = `${encodeURIComponent(taskKey)}.json`;
+    const body = JSON.stringify(state);
     await this.client.send(
       new PutObjectCommand({
         Bucket: this.bucket,
         Key: this.checkpointKey(checkpointId, file),
-        Body: JSON.stringify(state),
+        Body: body,
         ContentType: "application/json",
       }),
     );
-    return file;
+    return { handle: file, bytes: Buffer.byteLength(body) };
   }
 
   async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {

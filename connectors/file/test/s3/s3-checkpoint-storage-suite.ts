@@ -38,7 +38,7 @@ export function s3CheckpointStorageSuite(server: string, s3Config: () => S3Confi
 
     async function checkpointWith(storage: S3CheckpointStorage, checkpointId: number, state: unknown, complete = true) {
       await storage.beginCheckpoint(checkpointId);
-      const handle = await storage.writeTaskState(checkpointId, "src/0", state);
+      const { handle } = await storage.writeTaskState(checkpointId, "src/0", state);
       if (complete) await storage.completeCheckpoint(metadata(checkpointId, { "src/0": handle }));
     }
 
@@ -114,7 +114,7 @@ export function s3CheckpointStorageSuite(server: string, s3Config: () => S3Confi
         const mine = open();
         await mine.beginCheckpoint(1);
         await mine.beginCheckpoint(1); // a retry that finds its own reservation
-        const handle = await mine.writeTaskState(1, "src/0", {});
+        const { handle } = await mine.writeTaskState(1, "src/0", {});
         await mine.completeCheckpoint(metadata(1, { "src/0": handle }));
         await mine.completeCheckpoint(metadata(1, { "src/0": handle }));
         const theirs = open();

@@ -37,6 +37,8 @@ export interface DemoOptions {
   readonly bucket?: string;
   readonly prefix?: string;
   readonly checkpoints?: string;
+  /** Serve the job's metrics in Prometheus format on this port (`/metrics`), from the worker running it. */
+  readonly metricsPort?: number;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -187,6 +189,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     checkpointIntervalMs: CHECKPOINT_INTERVAL_MS,
     keys,
     ratePerSecond: options.rate === undefined ? defaultRate(options.records, options.kills) : options.rate || undefined,
+    ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
   };
   const plan = planKills(options.kills, options.records, options.seed);
   const worker = siblingScript(import.meta.url, "demo-worker");

@@ -5,6 +5,7 @@ import {
   GeneratorSource,
   type JobClient,
   type JobEvents,
+  type JobMetrics,
   type Logger,
   type SinkFactory,
   StreamJob,
@@ -37,6 +38,8 @@ export interface DemoJobConfig {
   readonly redis?: RedisDemoTarget;
   /** Write part files to this S3 prefix instead, and perhaps keep the checkpoints on S3 (see s3-target.ts). */
   readonly s3?: S3DemoTarget;
+  /** The worker serves the job's metrics on this port (see metrics/prometheus-metrics.ts). */
+  readonly metricsPort?: number;
 }
 
 /**
@@ -82,6 +85,7 @@ export async function demoSinks(config: DemoJobConfig): Promise<Record<string, S
 }
 
 export const CHECKPOINT_DIR = ".checkpoints";
+export const DEMO_JOB_NAME = "exactly-demo";
 
 /**
  * The demo job: generated records with unique ids → keyed stage numbering each key's
@@ -96,9 +100,11 @@ export function startDemoJob(
   events: JobEvents,
   logger: Logger,
   storage?: CheckpointStorage,
+  metrics?: JobMetrics,
 ): JobClient {
   const job = new StreamJob({
-    name: "exactly-demo",
+    name: DEMO_JOB_NAME,
+    ...(metrics ? { metrics } : {}),
     parallelism: config.parallelism,
     // The default restart strategy: outages of the sink's server are ridden through.
     checkpoint: { storage: storage ?? join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },

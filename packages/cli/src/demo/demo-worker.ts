@@ -3,7 +3,8 @@
  * parent over IPC: progress, checkpoints, restarts, and the end.
  */
 import { consoleLogger, silentLogger } from "@exactly/core";
-import { type DemoJobConfig, demoSinks, startDemoJob } from "./demo-job.ts";
+import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
+import { DEMO_JOB_NAME, type DemoJobConfig, demoSinks, startDemoJob } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { s3DemoCheckpoints } from "./s3-target.ts";
 
@@ -12,6 +13,9 @@ const send = (message: WorkerMessage) => process.send?.(message);
 
 let generated = 0;
 let checkpoints = 0;
+// Served from here, the process running the job: its process metrics are the job's.
+const metrics = config.metricsPort === undefined ? undefined : new PrometheusMetrics(DEMO_JOB_NAME);
+if (metrics) await serveMetrics(metrics, config.metricsPort as number);
 const client = startDemoJob(
   config,
   await demoSinks(config),
@@ -28,6 +32,7 @@ const client = startDemoJob(
   },
   process.env.EXACTLY_DEMO_VERBOSE ? consoleLogger : silentLogger,
   config.s3 ? await s3DemoCheckpoints(config.s3) : undefined,
+  metrics,
 );
 
 // The demo process is gone (killed with its terminal, or alone): stop at once, as a crash

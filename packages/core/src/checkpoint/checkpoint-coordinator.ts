@@ -1,8 +1,9 @@
 import { describe } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
+import type { JobMetrics } from "../metrics.ts";
 import { classifyFailure } from "../runtime/restart-strategy.ts";
-import type { CheckpointMetadata, CheckpointStorage } from "./checkpoint-storage.ts";
+import type { CheckpointMetadata, CheckpointStorage, StoredTaskState } from "./checkpoint-storage.ts";
 
 /**
  * The checkpoint lifecycle, step by step (docs/design.md §2). Each step names where it
@@ -51,6 +52,8 @@ interface InFlight {
   readonly checkpointId: number;
   readonly startedAt: number;
   readonly handles: Map<string, string>;
+  /** Bytes of the task states acknowledged so far. */
+  bytes: number;
   readonly final: boolean;
   timer: NodeJS.Timeout | undefined;
 }
@@ -68,6 +71,7 @@ export class CheckpointCoordinator {
   private readonly metadataBase: Omit<CheckpointMetadata, "checkpointId" | "timestamp" | "taskStates" | "final">;
   private readonly fail: (error: unknown) => void;
   private readonly listener: CheckpointListener;
+  private readonly metrics: JobMetrics;
   private readonly logger: Logger;
   private lastCheckpointId: number;
   private inFlight: InFlight | undefined;
@@ -92,6 +96,7 @@ export class CheckpointCoordinator {
     lastCheckpointId: number;
     fail: (error: unknown) => void;
     listener: CheckpointListener;
+    metrics: JobMetrics;
     logger: Logger;
   }) {
     this.config = init.config;
@@ -102,6 +107,7 @@ export class CheckpointCoordinator {
     this.lastCheckpointId = init.lastCheckpointId;
     this.fail = init.fail;
     this.listener = init.listener;
+    this.metrics = init.metrics;
     this.logger = init.logger;
   }
 
@@ -161,7 +167,14 @@ export class CheckpointCoordinator {
       this.triggering = false;
     }
     if (this.stopped) return;
-    const inFlight: InFlight = { checkpointId, startedAt: Date.now(), handles: new Map(), final, timer: undefined };
+    const inFlight: InFlight = {
+      checkpointId,
+      startedAt: Date.now(),
+      handles: new Map(),
+      bytes: 0,
+      final,
+      timer: undefined,
+    };
     inFlight.timer = setTimeout(() => {
       this.declineCheckpoint(inFlight, `not acknowledged within ${this.config.timeoutMs} ms`).catch((e) =>
         this.fail(e),
@@ -171,11 +184,12 @@ export class CheckpointCoordinator {
     this.targets.triggerBarriers(checkpointId);
   }
 
-  acknowledge(checkpointId: number, taskKey: string, handle: string): void {
+  acknowledge(checkpointId: number, taskKey: string, stored: StoredTaskState): void {
     const inFlight = this.inFlight;
     // Late acknowledgements of a declined checkpoint are normal; drop them.
     if (!inFlight || inFlight.checkpointId !== checkpointId) return;
-    inFlight.handles.set(taskKey, handle);
+    inFlight.handles.set(taskKey, stored.handle);
+    inFlight.bytes += stored.bytes;
     if (inFlight.handles.size < this.expectedTasks.size) return;
     clearTimeout(inFlight.timer);
     this.completeCheckpoint(inFlight).catch((error) => this.fail(error));
@@ -209,6 +223,9 @@ export class CheckpointCoordinator {
       storageFailuresInRow: this.storageFailures,
     });
     this.listener.onDeclined?.(checkpointId, reason);
+    this.metrics.checkpointEnded("failed", {
+      durationSeconds: secondsSince(inFlight?.startedAt ?? this.lastTriggerAt),
+    });
     const aborted = inFlight ? this.targets.notifyAborted(checkpointId) : Promise.resolve();
     aborted.then(
       () => this.schedule(Math.max(this.config.intervalMs, this.config.minPauseMs)),
@@ -235,6 +252,10 @@ export class CheckpointCoordinator {
     }
     this.storageFailures = 0;
     reachFault("after-checkpoint-durable");
+    this.metrics.checkpointEnded("completed", {
+      durationSeconds: secondsSince(inFlight.startedAt),
+      sizeBytes: inFlight.bytes,
+    });
     // Durable now: from here on, recovery commits this checkpoint even if we crash.
     this.inFlight = undefined;
     this.completed++;
@@ -277,6 +298,7 @@ export class CheckpointCoordinator {
     this.inFlight = undefined;
     this.logger.warn(`checkpoint ${inFlight.checkpointId} declined: ${reason}`);
     this.listener.onDeclined?.(inFlight.checkpointId, reason);
+    this.metrics.checkpointEnded("declined", { durationSeconds: secondsSince(inFlight.startedAt) });
     // Dropping the state is housekeeping: a storage that cannot do it now must not fail the job.
     await this.storage.discardCheckpoint(inFlight.checkpointId).catch((error: unknown) => {
       this.logger.warn(`state of declined checkpoint ${inFlight.checkpointId} not removed: ${describe(error)}`);
@@ -302,4 +324,8 @@ export class CheckpointCoordinator {
   get inFlightCheckpointId(): number | undefined {
     return this.inFlight?.checkpointId;
   }
+}
+
+function secondsSince(startedAt: number): number {
+  return (Date.now() - startedAt) / 1000;
 }

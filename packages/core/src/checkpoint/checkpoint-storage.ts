@@ -34,12 +34,19 @@ export interface LogStore {
   close?(): Promise<void>;
 }
 
+/** A task state written: the handle the metadata lists, and the bytes it took. */
+export interface StoredTaskState {
+  readonly handle: string;
+  readonly bytes: number;
+}
+
 export interface CheckpointStorage {
   /** Highest checkpoint id ever started, so ids never repeat across restarts. */
   highestCheckpointId(): Promise<number>;
   /** Reserves `checkpointId` durably before any barrier for it is sent. */
   beginCheckpoint(checkpointId: number): Promise<void>;
-  writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<string>;
+  /** Stores one task's state (JSON) for `checkpointId`; returns its handle and size. */
+  writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<StoredTaskState>;
   /** Atomically and durably completes the checkpoint. */
   completeCheckpoint(metadata: CheckpointMetadata): Promise<void>;
   /** Drops a declined checkpoint's state (its id stays used). */

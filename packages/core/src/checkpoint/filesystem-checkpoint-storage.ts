@@ -4,7 +4,13 @@ import { join } from "node:path";
 import { CheckpointStorageError } from "../errors.ts";
 import { fsyncDirectory, isNotFound, writeAll, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
 import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "./checkpoint-folders.ts";
-import type { CheckpointMetadata, CheckpointStorage, LogStore, RestoredCheckpoint } from "./checkpoint-storage.ts";
+import type {
+  CheckpointMetadata,
+  CheckpointStorage,
+  LogStore,
+  RestoredCheckpoint,
+  StoredTaskState,
+} from "./checkpoint-storage.ts";
 
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 
@@ -62,10 +68,11 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await fsyncDirectory(this.directory);
   }
 
-  async writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<string> {
+  async writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<StoredTaskState> {
     const file = `${encodeURIComponent(taskKey)}.json`;
-    await writeFileDurable(join(this.checkpointDir(checkpointId), file), JSON.stringify(state));
-    return file;
+    const text = JSON.stringify(state);
+    await writeFileDurable(join(this.checkpointDir(checkpointId), file), text);
+    return { handle: file, bytes: Buffer.byteLength(text) };
   }
 
   async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {

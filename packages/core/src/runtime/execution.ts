@@ -4,9 +4,10 @@ import {
   type CheckpointListener,
   type CoordinatorTargets,
 } from "../checkpoint/checkpoint-coordinator.ts";
-import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
+import type { CheckpointStorage, RestoredCheckpoint, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
 import { CancelledError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
+import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { KeyedStateSnapshot } from "../operators/keyed-state.ts";
 import { Collector } from "../operators/operator.ts";
 import type { StreamElement } from "../records.ts";
@@ -36,6 +37,7 @@ export interface ExecutionOptions {
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
   readonly listener: ExecutionListener;
+  readonly metrics: JobMetrics;
 }
 
 /** How long a failed attempt waits for its tasks to leave the call they were in. */
@@ -43,6 +45,10 @@ const TASK_SETTLE_TIMEOUT_MS = 120_000;
 
 export function taskKey(stage: StageNode, subtask: number): string {
   return `${stage.id}/${subtask}`;
+}
+
+function labelsOf(stage: StageNode, subtask: number): TaskLabels {
+  return { stage: stage.id, subtask };
 }
 
 /** The restored states of one stage, by old subtask index. */
@@ -193,8 +199,9 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
         edge,
         channels: (channels.get(edge) as Channel<Element>[][]).map((row) => row[subtask] as Channel<Element>),
       })),
-      subtask,
+      labelsOf(stage, subtask),
       this.graph.maxParallelism,
+      this.options.metrics,
     );
   }
 
@@ -273,6 +280,8 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
       storage: this.options.storage,
       acks: this,
       gate: this.gateOf(channels, stage, subtask),
+      labels: labelsOf(stage, subtask),
+      metrics: this.options.metrics,
       operator,
       output: this.outputOf(channels, stage, subtask),
       collector: new Collector(false),
@@ -310,6 +319,8 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
       storage: options.storage,
       acks: this,
       gate: this.gateOf(channels, stage, subtask),
+      labels: labelsOf(stage, subtask),
+      metrics: options.metrics,
       sink: createSink(),
       context,
     });
@@ -335,6 +346,7 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
       targets: this,
       fail: (error) => this.fail(error),
       listener: options.listener,
+      metrics: options.metrics,
       logger: options.logger,
     });
   }
@@ -347,8 +359,8 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
   }
 
   /** Step 3: a task persisted its state for checkpoint n (tasks call this). */
-  acknowledge(checkpointId: number, taskKey: string, stateHandle: string): void {
-    this.coordinator?.acknowledge(checkpointId, taskKey, stateHandle);
+  acknowledge(checkpointId: number, taskKey: string, stored: StoredTaskState): void {
+    this.coordinator?.acknowledge(checkpointId, taskKey, stored);
   }
 
   declineState(checkpointId: number, taskKey: string, error: unknown): void {
@@ -358,7 +370,7 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
   /** Step 5: n is durable; sinks commit, sources may tell their system how far they got. */
   async notifyComplete(checkpointId: number): Promise<void> {
     await Promise.all([
-      ...this.sinks.map((t) => t.sink.notifyCheckpointComplete(checkpointId)),
+      ...this.sinks.map((t) => t.notifyComplete(checkpointId)),
       ...this.sources.map((t) => t.reader.notifyCheckpointComplete?.(checkpointId)),
     ]);
   }

@@ -104,6 +104,7 @@ export function startJob(
           error: describe(error),
         });
         events.onRestart?.({ attempt, error, delayMs: decision.delayMs, kind, failuresInRow: decision.failuresInRow });
+        base.metrics.restarted(kind);
         restarts++;
         await sleep(decision.delayMs);
         if (cancelled) throw new CancelledError();

@@ -1,3 +1,4 @@
+import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { Batch, StreamElement } from "../records.ts";
 import type { Channel } from "./channel.ts";
 import type { Edge } from "./job-graph.ts";
@@ -11,13 +12,29 @@ class EdgeOutput {
   private readonly channels: readonly Channel<Element>[];
   private readonly ownIndex: number;
   private readonly maxParallelism: number;
+  private readonly waited: (seconds: number) => void;
   private nextTarget = 0;
 
-  constructor(edge: Edge, channels: readonly Channel<Element>[], ownIndex: number, maxParallelism: number) {
+  constructor(
+    edge: Edge,
+    channels: readonly Channel<Element>[],
+    ownIndex: number,
+    maxParallelism: number,
+    waited: (seconds: number) => void,
+  ) {
     this.edge = edge;
     this.channels = channels;
     this.ownIndex = ownIndex;
     this.maxParallelism = maxParallelism;
+    this.waited = waited;
+  }
+
+  /** Pushes one element; only a full channel costs a promise and a clock read (backpressure). */
+  private push(channel: Channel<Element> | undefined, element: Element): Promise<void> | undefined {
+    const wait = channel?.push(element);
+    if (wait === undefined) return undefined;
+    const start = performance.now();
+    return wait.then(() => this.waited((performance.now() - start) / 1000));
   }
 
   async emit(input: Batch<unknown>): Promise<void> {
@@ -28,18 +45,18 @@ class EdgeOutput {
     }
     const partitioning = this.edge.partitioning;
     if (partitioning.kind === "forward") {
-      await this.channels[this.ownIndex]?.push({ kind: "batch", batch });
+      await this.push(this.channels[this.ownIndex], { kind: "batch", batch });
       return;
     }
     if (partitioning.kind === "rebalance") {
       const target = this.nextTarget;
       this.nextTarget = (target + 1) % this.channels.length;
-      await this.channels[target]?.push({ kind: "batch", batch });
+      await this.push(this.channels[target], { kind: "batch", batch });
       return;
     }
     const parts = this.channels.length;
     if (parts === 1) {
-      await this.channels[0]?.push({ kind: "batch", batch });
+      await this.push(this.channels[0], { kind: "batch", batch });
       return;
     }
     const split: Array<Batch<unknown> | undefined> = new Array(parts);
@@ -62,28 +79,38 @@ class EdgeOutput {
     }
     for (let t = 0; t < parts; t++) {
       const part = split[t];
-      if (part) await this.channels[t]?.push({ kind: "batch", batch: part });
+      if (part) await this.push(this.channels[t], { kind: "batch", batch: part });
     }
   }
 
   async broadcast(element: Element): Promise<void> {
-    for (const channel of this.channels) await channel.push(element);
+    for (const channel of this.channels) await this.push(channel, element);
   }
 }
 
 /** Everything one subtask emits, fanned out over its outgoing edges. */
 export class TaskOutput {
   private readonly edges: EdgeOutput[];
+  private readonly metrics: JobMetrics;
+  private readonly labels: TaskLabels;
 
   constructor(
     edges: ReadonlyArray<{ edge: Edge; channels: readonly Channel<Element>[] }>,
-    ownIndex: number,
+    labels: TaskLabels,
     maxParallelism: number,
+    metrics: JobMetrics,
   ) {
-    this.edges = edges.map((e) => new EdgeOutput(e.edge, e.channels, ownIndex, maxParallelism));
+    this.metrics = metrics;
+    this.labels = labels;
+    const waited = (seconds: number) => metrics.backpressure(labels, seconds);
+    // Reported once at zero, so the series exists before the first wait.
+    if (edges.length > 0) waited(0);
+    this.edges = edges.map((e) => new EdgeOutput(e.edge, e.channels, labels.subtask, maxParallelism, waited));
   }
 
+  /** Sends a batch on every edge; it counts as sent on before the edges' stateless steps. */
   async emitBatch(batch: Batch<unknown>): Promise<void> {
+    this.metrics.recordsOut(this.labels, batch.values.length);
     for (const edge of this.edges) await edge.emit(batch);
   }
 

@@ -2,6 +2,7 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint-storage.ts";
 import { ConfigurationError, RecordProcessingError, requirePositiveInteger } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
+import { type JobMetrics, noMetrics } from "../metrics.ts";
 import { type KeyedProcessFunction, KeyedProcessOperator } from "../operators/keyed-process.ts";
 import type { KeyedOperator } from "../operators/operator.ts";
 import {
@@ -42,6 +43,8 @@ export interface StreamJobOptions {
   /** Batches a channel holds before the producer waits. Default 4. */
   readonly channelCapacity?: number;
   readonly logger?: Logger;
+  /** Where the runtime reports records, checkpoints, commits and restarts (default: nowhere). */
+  readonly metrics?: JobMetrics;
 }
 
 interface StageOptions {
@@ -168,6 +171,7 @@ export class StreamJob {
         restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
         storage,
         logger,
+        metrics: this.options.metrics ?? noMetrics,
       },
       this.options.restart ?? {},
       events,

@@ -1,4 +1,5 @@
-import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import type { CheckpointStorage, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
+import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { Collector, KeyedOperator } from "../operators/operator.ts";
 import type { Batch, StreamElement } from "../records.ts";
 import type { Sink, SinkContext } from "../sinks/sink.ts";
@@ -13,7 +14,7 @@ type Element = StreamElement<unknown>;
 
 /** How a task reports its part of a checkpoint to the coordinator. */
 export interface CheckpointAcknowledger {
-  acknowledge(checkpointId: number, taskKey: string, stateHandle: string): void;
+  acknowledge(checkpointId: number, taskKey: string, stored: StoredTaskState): void;
   /** The task's state for `checkpointId` could not be stored: the checkpoint is declined, the task goes on. */
   declineState(checkpointId: number, taskKey: string, error: unknown): void;
 }
@@ -25,15 +26,15 @@ interface TaskBase {
 }
 
 async function persistAndAck(task: TaskBase, checkpointId: number, state: unknown): Promise<void> {
-  let handle: string;
+  let stored: StoredTaskState;
   try {
-    handle = await task.storage.writeTaskState(checkpointId, task.key, state);
+    stored = await task.storage.writeTaskState(checkpointId, task.key, state);
   } catch (error) {
     // A full or read-only storage declines this checkpoint; it does not fail the task.
     task.acks.declineState(checkpointId, task.key, error);
     return;
   }
-  task.acks.acknowledge(checkpointId, task.key, handle);
+  task.acks.acknowledge(checkpointId, task.key, stored);
 }
 
 /**
@@ -161,6 +162,15 @@ export class SourceTask implements TaskBase {
   }
 }
 
+interface InputTaskInit {
+  key: string;
+  storage: CheckpointStorage;
+  acks: CheckpointAcknowledger;
+  gate: InputGate<Element>;
+  labels: TaskLabels;
+  metrics: JobMetrics;
+}
+
 /**
  * The input side shared by operators and sinks: reads the gate, aligns barriers (an input
  * that delivered barrier n is blocked until all have), tracks watermarks per input.
@@ -169,6 +179,8 @@ abstract class InputTask implements TaskBase {
   readonly key: string;
   readonly storage: CheckpointStorage;
   readonly acks: CheckpointAcknowledger;
+  readonly labels: TaskLabels;
+  protected readonly metrics: JobMetrics;
   private readonly gate: InputGate<Element>;
   private aligning: number | undefined;
   private barriersSeen = 0;
@@ -177,15 +189,12 @@ abstract class InputTask implements TaskBase {
   private readonly inputWatermarks: number[];
   private watermark = Number.NEGATIVE_INFINITY;
 
-  constructor(init: {
-    key: string;
-    storage: CheckpointStorage;
-    acks: CheckpointAcknowledger;
-    gate: InputGate<Element>;
-  }) {
+  constructor(init: InputTaskInit) {
     this.key = init.key;
     this.storage = init.storage;
     this.acks = init.acks;
+    this.labels = init.labels;
+    this.metrics = init.metrics;
     this.gate = init.gate;
     this.ended = new Array(init.gate.inputCount).fill(false);
     this.inputWatermarks = new Array(init.gate.inputCount).fill(Number.NEGATIVE_INFINITY);
@@ -202,6 +211,7 @@ abstract class InputTask implements TaskBase {
       const { input, element } = await this.gate.take();
       switch (element.kind) {
         case "batch":
+          this.metrics.recordsIn(this.labels, element.batch.values.length);
           await this.onBatch(element.batch);
           break;
         case "barrier":
@@ -254,15 +264,13 @@ export class OperatorTask extends InputTask {
   private readonly output: TaskOutput;
   private readonly collector: Collector<unknown>;
 
-  constructor(init: {
-    key: string;
-    storage: CheckpointStorage;
-    acks: CheckpointAcknowledger;
-    gate: InputGate<Element>;
-    operator: KeyedOperator<unknown, unknown>;
-    output: TaskOutput;
-    collector: Collector<unknown>;
-  }) {
+  constructor(
+    init: InputTaskInit & {
+      operator: KeyedOperator<unknown, unknown>;
+      output: TaskOutput;
+      collector: Collector<unknown>;
+    },
+  ) {
     super(init);
     this.operator = init.operator;
     this.output = init.output;
@@ -302,14 +310,7 @@ export class SinkTask extends InputTask {
   readonly context: SinkContext;
   recordsIn = 0;
 
-  constructor(init: {
-    key: string;
-    storage: CheckpointStorage;
-    acks: CheckpointAcknowledger;
-    gate: InputGate<Element>;
-    sink: Sink<unknown>;
-    context: SinkContext;
-  }) {
+  constructor(init: InputTaskInit & { sink: Sink<unknown>; context: SinkContext }) {
     super(init);
     this.sink = init.sink;
     this.context = init.context;
@@ -325,7 +326,21 @@ export class SinkTask extends InputTask {
 
   protected async onCheckpoint(checkpointId: number): Promise<void> {
     const state = await this.sink.snapshotState(checkpointId);
+    this.reportPending();
     await persistAndAck(this, checkpointId, state);
+  }
+
+  /** Checkpoint `checkpointId` is durable: the sink commits; its latency and what stays pending are reported. */
+  async notifyComplete(checkpointId: number): Promise<void> {
+    const start = performance.now();
+    await this.sink.notifyCheckpointComplete(checkpointId);
+    this.metrics.committed(this.labels, (performance.now() - start) / 1000);
+    this.reportPending();
+  }
+
+  private reportPending(): void {
+    const work = this.sink.pendingWork?.();
+    if (work) this.metrics.pendingTransactions(this.labels, work.count, work.oldestStartedAt);
   }
 
   protected async onEnd(): Promise<void> {}

@@ -63,6 +63,17 @@ export interface Sink<IN> {
    * about a failed attempt: a transient failure is restarted however often it repeats.
    */
   isTransient?(error: unknown): boolean;
+  /**
+   * What the sink holds pre-committed and not yet committed (transactions, logged
+   * checkpoints), and when the oldest began, for the pending-transactions metric.
+   */
+  pendingWork?(): PendingWork;
+}
+
+export interface PendingWork {
+  readonly count: number;
+  /** Epoch ms the oldest pending transaction began; undefined when none is pending. */
+  readonly oldestStartedAt: number | undefined;
 }
 
 /** Creates one sink instance for each subtask of each run. */

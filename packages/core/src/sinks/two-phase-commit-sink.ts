@@ -4,7 +4,7 @@ import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
 import { type LingeringContext, lingeringContext } from "./restored-work.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
-import type { Sink, SinkContext } from "./sink.ts";
+import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
 export interface TwoPhaseCommitSinkOptions {
   /**
@@ -236,6 +236,11 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
       })),
       current: { txn: this.encodeTransaction(open.txn), startedAt: open.startedAt },
     };
+  }
+
+  pendingWork(): PendingWork {
+    const oldest = this.pending.values().next().value;
+    return { count: this.pending.size, oldestStartedAt: oldest?.startedAt };
   }
 
   /** Step 5: commit every pending transaction up to n, in checkpoint order. */

@@ -5,7 +5,7 @@ import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import { lingeringContext } from "./restored-work.ts";
 import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
-import type { Sink, SinkContext } from "./sink.ts";
+import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
 /**
  * Records which checkpoints a write-ahead sink already sent, so a replay after a crash
@@ -79,6 +79,9 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   private currentLog = "";
   private currentRecords = 0;
   private readonly pending: PendingLog[] = [];
+  /** When each pending log took its first record (this process's clock; not checkpointed). */
+  private readonly pendingSince = new Map<number, number>();
+  private currentLogStartedAt = 0;
   private commits: Promise<void> = Promise.resolve();
 
   constructor(options: GenericWriteAheadSinkOptions<IN, LOGGED>) {
@@ -144,6 +147,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
         throw new RecordWriteError(positions[i], error);
       }
     }
+    if (this.currentRecords === 0) this.currentLogStartedAt = Date.now();
     this.currentRecords += lines.length;
     await (this.logs as LogStore).append(this.currentLog, lines);
     reachFault("mid-write");
@@ -154,6 +158,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
       await (this.logs as LogStore).sync(this.currentLog);
       reachFault("after-pre-commit");
       this.pending.push({ checkpointId, subtask: this.context.subtask, log: this.currentLog });
+      this.pendingSince.set(checkpointId, this.currentLogStartedAt);
       this.currentLog = this.logName(this.context.subtask, checkpointId + 1);
       this.currentRecords = 0;
       reachFault("after-begin");
@@ -167,13 +172,18 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
         await this.replay(this.pending[0] as PendingLog);
         // Sent and marked, still pending in any state taken so far: a replay must find the marker.
         reachFault("mid-commit");
-        this.pending.shift();
+        this.pendingSince.delete((this.pending.shift() as PendingLog).checkpointId);
       }
     });
     return this.commits;
   }
 
   async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
+
+  pendingWork(): PendingWork {
+    const oldest = this.pending[0];
+    return { count: this.pending.length, oldestStartedAt: oldest && this.pendingSince.get(oldest.checkpointId) };
+  }
 
   async close(): Promise<void> {
     await this.commits.catch(() => {});
