@@ -2,11 +2,17 @@ import { Command, InvalidArgumentError } from "commander";
 import { runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
 import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
+import { runJobCommand } from "./run/run-command.ts";
 
 function integer(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
   return n;
+}
+
+function logFormat(value: string): "text" | "json" {
+  if (value !== "text" && value !== "json") throw new InvalidArgumentError(`expected text or json, got ${value}`);
+  return value;
 }
 
 function port(value: string): number {
@@ -95,6 +101,16 @@ export function buildProgram(): Command {
       console.log(formatSummary(summary));
       if (opts.json) console.log(JSON.stringify(summary));
       if (!summary.ok) process.exitCode = 1;
+    });
+  program
+    .command("run")
+    .description("run a job module: checkpoints, restarts, metrics, a status line; SIGTERM stops it gracefully")
+    .argument("<module>", "path of the module; its export (default `default`) builds the StreamJob, see JobModule")
+    .option("--export <name>", "the export that builds the job", "default")
+    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
+    .option("--log-format <format>", "text, or json (one object per line)", logFormat, "text")
+    .action(async (module: string, opts) => {
+      process.exitCode = await runJobCommand(module, opts);
     });
   program
     .command("conformance")

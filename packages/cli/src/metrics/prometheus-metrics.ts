@@ -106,6 +106,11 @@ export class PrometheusMetrics implements JobMetrics {
     this.startAtZero();
   }
 
+  /** The `job` label of every series (set before the first scrape). */
+  setJobName(jobName: string): void {
+    this.registry.setDefaultLabels({ job: jobName });
+  }
+
   /** Series an alert compares (rate of failures, of restarts) exist at zero from the start. */
   private startAtZero(): void {
     for (const result of ["completed", "declined", "failed"] as const) this.checkpointsTotal.inc({ result }, 0);

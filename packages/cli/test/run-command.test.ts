@@ -1,0 +1,83 @@
+// `exactly run <job module>` as its own process: SIGTERM stops it gracefully, with a final
+// checkpoint whose output is committed, and exit code 0. What it says about bad modules.
+
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FileSystemCheckpointStorage } from "@exactly/core";
+import { describe, expect, it } from "vitest";
+import { SPLITS } from "./fixtures/run-job.ts";
+
+const cli = fileURLToPath(new URL("../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
+const jobModule = fileURLToPath(new URL("./fixtures/run-job.ts", import.meta.url));
+
+function startRun(out: string, ...args: string[]) {
+  const child = spawn(process.execPath, ["--conditions=@exactly/source", cli, "run", ...args], {
+    env: { ...process.env, EXACTLY_RUN_OUT: out },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, exited, stderr: () => stderr };
+}
+
+/** Ids in the visible (committed) part files: in-progress files are hidden (`.name.inprogress`). */
+async function committedIds(out: string): Promise<number[]> {
+  const ids: number[] = [];
+  for (const name of await readdir(out)) {
+    if (name.startsWith(".")) continue;
+    for (const line of (await readFile(join(out, name), "utf8")).split("\n")) {
+      if (line) ids.push((JSON.parse(line) as { id: number }).id);
+    }
+  }
+  return ids;
+}
+
+describe("exactly run", () => {
+  it("stops on SIGTERM with a final checkpoint committed: the output is exactly what it read", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-run-"));
+    const run = startRun(out, jobModule, "--log-format", "json");
+    // Running: a few checkpoints have committed files.
+    for (let i = 0; (await committedIds(out)).length < 2000; i++) {
+      if (i > 600) throw new Error(`no committed output after 60 s: ${run.stderr().slice(-2000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    run.child.kill("SIGTERM");
+    expect(await run.exited, run.stderr().slice(-2000)).toBe(0);
+
+    const restored = await new FileSystemCheckpointStorage(join(out, ".checkpoints")).loadLatest();
+    expect(restored?.metadata.final, "the last checkpoint is the final one a stop takes").toBe(true);
+    // Every id the sources emitted up to the final checkpoint, once; none after it.
+    const expected: number[] = [];
+    for (const [key, state] of restored?.states ?? []) {
+      if (!key.startsWith("source:ids/")) continue;
+      for (const [split, next] of Object.entries(state as Record<string, number>)) {
+        for (let id = Number(split); id < next; id += SPLITS) expected.push(id);
+      }
+    }
+    const ids = await committedIds(out);
+    expect(ids.length).toBeGreaterThanOrEqual(2000);
+    expect(ids.sort((a, b) => a - b)).toEqual(expected.sort((a, b) => a - b));
+    // Nothing left in progress.
+    expect((await readdir(out)).filter((name) => name.endsWith(".inprogress"))).toEqual([]);
+    const logs = run
+      .stderr()
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(logs.some((entry) => entry.msg.startsWith("SIGTERM: stopping"))).toBe(true);
+    expect(logs.some((entry) => entry.msg === "job ended")).toBe(true);
+  });
+
+  it("exits with 2 and names the export when the module has no such function", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-run-"));
+    const run = startRun(out, jobModule, "--export", "nothing");
+    expect(await run.exited).toBe(2);
+    expect(run.stderr()).toContain("no function export named nothing");
+  });
+});
