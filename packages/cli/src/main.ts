@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
 import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
+import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
 import { runJobCommand } from "./run/run-command.ts";
 
 function integer(value: string): number {
@@ -111,6 +112,16 @@ export function buildProgram(): Command {
     .option("--log-format <format>", "text, or json (one object per line)", logFormat, "text")
     .action(async (module: string, opts) => {
       process.exitCode = await runJobCommand(module, opts);
+    });
+  program
+    .command("inspect")
+    .description("list a job's checkpoints: complete or not, size, source positions, pending transactions")
+    .argument("<location>", "the checkpoint location: a directory, or s3://bucket/prefix")
+    .option("--s3-endpoint <url>", "for s3:// locations: the server (default: $EXACTLY_S3_ENDPOINT, else AWS)")
+    .option("--json", "print the checkpoints as JSON", false)
+    .action(async (location: string, opts) => {
+      const reports = await inspectCheckpoints(location, opts);
+      console.log(opts.json ? JSON.stringify(reports, null, 2) : formatInspection(location, reports));
     });
   program
     .command("conformance")

@@ -2,6 +2,7 @@ export type { CheckpointConfig, CheckpointListener } from "./checkpoint/checkpoi
 export type {
   CheckpointMetadata,
   CheckpointStorage,
+  InspectedCheckpoint,
   LogStore,
   RestoredCheckpoint,
   StoredTaskState,

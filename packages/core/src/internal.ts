@@ -7,6 +7,7 @@
 export {
   applyRetention,
   type CheckpointFolders,
+  inspectFolders,
   listCompleted,
   loadLatest,
   METADATA,

@@ -12,11 +12,19 @@ import {
   type CheckpointStorage,
   CheckpointStorageError,
   ConfigurationError,
+  type InspectedCheckpoint,
   type LogStore,
   type RestoredCheckpoint,
   type StoredTaskState,
 } from "@exactly/core";
-import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "@exactly/core/internal";
+import {
+  applyRetention,
+  type CheckpointFolders,
+  inspectFolders,
+  listCompleted,
+  loadLatest,
+  METADATA,
+} from "@exactly/core/internal";
 import {
   createS3Client,
   isNotFound,
@@ -282,6 +290,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
 
   listCompleted(): Promise<CheckpointMetadata[]> {
     return listCompleted(this.folders);
+  }
+
+  inspect(): Promise<InspectedCheckpoint[]> {
+    return inspectFolders(this.folders);
   }
 
   loadLatest(): Promise<RestoredCheckpoint | undefined> {

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { CheckpointReport } from "../../../../packages/cli/src/inspect/inspect-command.ts";
 import { s3Config } from "../../../../test/services/endpoints.ts";
 import { runExactly } from "../../../../test/support/run-cli.ts";
 import { clearPrefix, ensureBucket, idCountsUnder, openUploads, withS3 } from "./helpers.ts";
@@ -85,5 +86,25 @@ describe("exactly demo --sink s3", () => {
     await expect(demo("--checkpoints", "/tmp/x", "--records", "1000", "--kills", "0")).rejects.toThrow(
       "--checkpoints must be s3://",
     );
+  });
+
+  it("exactly inspect reads the checkpoints the demo kept on S3: the final one, positions, pending uploads", async () => {
+    const location = `s3://${bucket}/${freshPrefix("inspect-checkpoints")}`;
+    const printed = await demo(
+      ...["--prefix", freshPrefix("inspect-out"), "--records", "5000", "--kills", "0", "--checkpoints", location],
+    );
+    expect(JSON.parse(printed.at(-1) as string)).toMatchObject({ ok: true, lost: 0, duplicated: 0 });
+    const reports = JSON.parse(
+      (await runExactly("inspect", location, "--s3-endpoint", s3Config().endpoint, "--json")).join("\n"),
+    ) as CheckpointReport[];
+    const final = reports.at(-1) as CheckpointReport;
+    expect(final).toMatchObject({ complete: true, final: true });
+    expect(final.sizeBytes).toBeGreaterThan(0);
+    const positions = Object.assign({}, ...final.sources.map((s) => s.positions)) as Record<string, number>;
+    for (const next of Object.values(positions)) expect(next).toBeGreaterThanOrEqual(5000);
+    expect(final.sinks.length).toBeGreaterThan(0);
+    for (const sink of final.sinks) {
+      expect(sink.pending.map((p) => p.checkpointId)).toContain(final.checkpointId);
+    }
   });
 });

@@ -29,22 +29,14 @@ export interface S3DemoTarget {
   readonly checkpoints?: string;
 }
 
-/**
- * The target from the flags: the endpoint defaults to $EXACTLY_S3_ENDPOINT (an S3-compatible
- * server, addressed by path) and AWS otherwise; credentials come from $EXACTLY_S3_ACCESS_KEY
- * and $EXACTLY_S3_SECRET_KEY when both are set, else from the SDK's default chain.
- */
+/** The target from the flags; the connection as {@link s3ConnectionFromEnv} makes it. */
 export function s3DemoTarget(options: {
   s3Endpoint?: string;
   bucket?: string;
   prefix?: string;
   checkpoints?: string;
 }): S3DemoTarget {
-  const endpoint = options.s3Endpoint ?? process.env.EXACTLY_S3_ENDPOINT;
   if (!options.bucket) throw new Error("--bucket: give the S3 bucket the demo writes to (created if missing)");
-  const accessKeyId = process.env.EXACTLY_S3_ACCESS_KEY;
-  const secretAccessKey = process.env.EXACTLY_S3_SECRET_KEY;
-  const region = process.env.EXACTLY_S3_REGION;
   const prefix =
     options.prefix ??
     `exactly-demo/${new Date().toISOString().replace(/[:.]/g, "-")}-${randomBytes(3).toString("hex")}`;
@@ -52,14 +44,27 @@ export function s3DemoTarget(options: {
     throw new Error(`--checkpoints must be s3://bucket/prefix, got ${JSON.stringify(options.checkpoints)}`);
   }
   return {
-    connection: {
-      ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
-      ...(region ? { region } : {}),
-      ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
-    },
+    connection: s3ConnectionFromEnv(options.s3Endpoint),
     bucket: options.bucket,
     prefix,
     ...(options.checkpoints === undefined ? {} : { checkpoints: options.checkpoints }),
+  };
+}
+
+/**
+ * How the commands reach S3: `endpoint`, else $EXACTLY_S3_ENDPOINT (an S3-compatible server,
+ * addressed by path), else AWS; credentials from $EXACTLY_S3_ACCESS_KEY and
+ * $EXACTLY_S3_SECRET_KEY when both are set, else the SDK's default chain.
+ */
+export function s3ConnectionFromEnv(endpointFlag: string | undefined): S3Connector.S3ConnectionOptions {
+  const endpoint = endpointFlag ?? process.env.EXACTLY_S3_ENDPOINT;
+  const accessKeyId = process.env.EXACTLY_S3_ACCESS_KEY;
+  const secretAccessKey = process.env.EXACTLY_S3_SECRET_KEY;
+  const region = process.env.EXACTLY_S3_REGION;
+  return {
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    ...(region ? { region } : {}),
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
   };
 }
 

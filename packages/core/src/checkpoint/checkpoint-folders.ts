@@ -4,7 +4,7 @@
  * and keeping the last K. A storage supplies the three primitives below.
  */
 import { CheckpointStorageError } from "../errors.ts";
-import type { CheckpointMetadata, RestoredCheckpoint } from "./checkpoint-storage.ts";
+import type { CheckpointMetadata, InspectedCheckpoint, RestoredCheckpoint } from "./checkpoint-storage.ts";
 
 export const METADATA = "_metadata";
 
@@ -62,6 +62,24 @@ export async function loadLatest(folders: CheckpointFolders): Promise<RestoredCh
     return { metadata, states };
   }
   return undefined;
+}
+
+/** Every folder, oldest first, with the states of complete ones; reads only. */
+export async function inspectFolders(folders: CheckpointFolders): Promise<InspectedCheckpoint[]> {
+  const result: InspectedCheckpoint[] = [];
+  for (const checkpointId of await folders.ids()) {
+    const metadata = await readMetadata(folders, checkpointId);
+    const states = new Map<string, { bytes: number; state: unknown }>();
+    for (const [taskKey, file] of Object.entries(metadata?.taskStates ?? {})) {
+      const text = await folders.readText(checkpointId, file);
+      if (text === undefined) {
+        throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is missing`);
+      }
+      states.set(taskKey, { bytes: Buffer.byteLength(text), state: JSON.parse(text) as unknown });
+    }
+    result.push({ checkpointId, metadata, states });
+  }
+  return result;
 }
 
 /**

@@ -6,13 +6,25 @@ export interface CheckpointMetadata {
   readonly checkpointId: number;
   readonly timestamp: number;
   readonly jobName: string;
-  /** Per stage: the parallelism it ran with, so restore can redistribute state. */
-  readonly stages: Record<string, { readonly parallelism: number }>;
+  /**
+   * Per stage: the parallelism it ran with, so restore can redistribute state, and its kind
+   * (for tools that read checkpoints; absent in checkpoints taken before it was recorded).
+   */
+  readonly stages: Record<string, { readonly parallelism: number; readonly kind?: "source" | "operator" | "sink" }>;
   readonly maxParallelism: number;
   /** Task key (`<stage>/<subtask>`) → handle returned by `writeTaskState`. */
   readonly taskStates: Record<string, string>;
   /** Set for the checkpoint a job took when it finished or stopped gracefully. */
   readonly final?: boolean;
+}
+
+/** One checkpoint folder as `exactly inspect` shows it: complete (with metadata) or not. */
+export interface InspectedCheckpoint {
+  readonly checkpointId: number;
+  /** Undefined while (or because) the checkpoint never completed. */
+  readonly metadata: CheckpointMetadata | undefined;
+  /** For a complete checkpoint: each task's state and its size; empty otherwise. */
+  readonly states: ReadonlyMap<string, { readonly bytes: number; readonly state: unknown }>;
 }
 
 export interface RestoredCheckpoint {
@@ -53,6 +65,8 @@ export interface CheckpointStorage {
   discardCheckpoint(checkpointId: number): Promise<void>;
   loadLatest(): Promise<RestoredCheckpoint | undefined>;
   listCompleted(): Promise<CheckpointMetadata[]>;
+  /** Every checkpoint it holds, oldest first, read only (for `exactly inspect`). */
+  inspect?(): Promise<InspectedCheckpoint[]>;
   /** A log store for one namespace (a sink id), kept beside the checkpoints. */
   logStore(namespace: string): LogStore;
   /** Whether a failure of this storage may pass on a restart (its server restarting); asked by the restart strategy. */

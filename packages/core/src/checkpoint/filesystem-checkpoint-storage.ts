@@ -3,10 +3,18 @@ import { type FileHandle, mkdir, open, readdir, readFile, rm } from "node:fs/pro
 import { join } from "node:path";
 import { CheckpointStorageError } from "../errors.ts";
 import { fsyncDirectory, isNotFound, writeAll, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
-import { applyRetention, type CheckpointFolders, listCompleted, loadLatest, METADATA } from "./checkpoint-folders.ts";
+import {
+  applyRetention,
+  type CheckpointFolders,
+  inspectFolders,
+  listCompleted,
+  loadLatest,
+  METADATA,
+} from "./checkpoint-folders.ts";
 import type {
   CheckpointMetadata,
   CheckpointStorage,
+  InspectedCheckpoint,
   LogStore,
   RestoredCheckpoint,
   StoredTaskState,
@@ -111,6 +119,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   listCompleted(): Promise<CheckpointMetadata[]> {
     return listCompleted(this.folders);
+  }
+
+  inspect(): Promise<InspectedCheckpoint[]> {
+    return inspectFolders(this.folders);
   }
 
   loadLatest(): Promise<RestoredCheckpoint | undefined> {

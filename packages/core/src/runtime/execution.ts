@@ -341,7 +341,7 @@ export class JobExecution implements CoordinatorTargets, CheckpointAcknowledger 
       metadata: {
         jobName: options.jobName,
         maxParallelism: graph.maxParallelism,
-        stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism }])),
+        stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism, kind: s.kind }])),
       },
       targets: this,
       fail: (error) => this.fail(error),

@@ -56,6 +56,8 @@ export interface TwoPhaseCommitState {
     readonly records: number;
   }>;
   readonly current: { readonly txn: unknown; readonly startedAt: number } | undefined;
+  /** The external system's transaction timeout when the state was taken, for tools (`exactly inspect`). */
+  readonly transactionTimeoutMs?: number;
 }
 
 /**
@@ -235,6 +237,9 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
         records: p.records,
       })),
       current: { txn: this.encodeTransaction(open.txn), startedAt: open.startedAt },
+      ...(this.options.transactionTimeoutMs === undefined
+        ? {}
+        : { transactionTimeoutMs: this.options.transactionTimeoutMs }),
     };
   }
 

@@ -1,0 +1,149 @@
+/**
+ * `exactly inspect <checkpoint location>`: what a job's checkpoints hold, read without
+ * touching them. It lists every checkpoint (complete or not), each source subtask's
+ * positions, and each sink subtask's pending transactions with their age and, where the
+ * state records it, their transaction timeout.
+ */
+import { stat } from "node:fs/promises";
+import {
+  type CheckpointStorage,
+  ConfigurationError,
+  FileSystemCheckpointStorage,
+  type InspectedCheckpoint,
+} from "@exactly/core";
+import { loadS3Connector, s3ConnectionFromEnv } from "../demo/s3-target.ts";
+
+export interface InspectOptions {
+  readonly json?: boolean;
+  /** For s3:// locations: the server (default $EXACTLY_S3_ENDPOINT, else AWS). */
+  readonly s3Endpoint?: string;
+}
+
+export interface PendingReport {
+  readonly checkpointId: number;
+  /** Seconds since the transaction began, at the time of the inspection; null when the state does not say. */
+  readonly ageSeconds: number | null;
+  readonly records: number | null;
+  readonly transactionTimeoutMs: number | null;
+}
+
+export interface CheckpointReport {
+  readonly checkpointId: number;
+  readonly complete: boolean;
+  readonly final: boolean;
+  /** When the checkpoint completed (ISO 8601); null while incomplete. */
+  readonly completedAt: string | null;
+  /** Bytes of the task states; null while incomplete. */
+  readonly sizeBytes: number | null;
+  readonly sources: ReadonlyArray<{ stage: string; subtask: number; positions: unknown }>;
+  readonly sinks: ReadonlyArray<{ stage: string; subtask: number; pending: readonly PendingReport[] }>;
+}
+
+export async function inspectCheckpoints(location: string, options: InspectOptions = {}): Promise<CheckpointReport[]> {
+  const storage = await openStorage(location, options);
+  if (!storage.inspect)
+    throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
+  try {
+    const now = Date.now();
+    return (await storage.inspect()).map((checkpoint) => report(checkpoint, now));
+  } finally {
+    (storage as { close?: () => void }).close?.();
+  }
+}
+
+async function openStorage(location: string, options: InspectOptions): Promise<CheckpointStorage> {
+  if (location.startsWith("s3://")) {
+    const s3 = await loadS3Connector();
+    return new s3.S3CheckpointStorage({ location, connection: s3ConnectionFromEnv(options.s3Endpoint) });
+  }
+  // Read only: a mistyped path must not come back as an empty, newly made location.
+  const found = await stat(location).catch(() => undefined);
+  if (!found?.isDirectory()) throw new ConfigurationError("checkpoint location", `${location} is not a directory`);
+  return new FileSystemCheckpointStorage(location);
+}
+
+function report(checkpoint: InspectedCheckpoint, now: number): CheckpointReport {
+  const { metadata } = checkpoint;
+  const sources: Array<CheckpointReport["sources"][number]> = [];
+  const sinks: Array<CheckpointReport["sinks"][number]> = [];
+  let sizeBytes = 0;
+  for (const [taskKey, { bytes, state }] of checkpoint.states) {
+    sizeBytes += bytes;
+    const slash = taskKey.lastIndexOf("/");
+    const stage = taskKey.slice(0, slash);
+    const subtask = Number(taskKey.slice(slash + 1));
+    const kind = metadata?.stages[stage]?.kind ?? guessKind(stage, state);
+    if (kind === "source") sources.push({ stage, subtask, positions: state });
+    else if (kind === "sink") sinks.push({ stage, subtask, pending: pendingOf(state, now) });
+  }
+  const byTask = (a: { stage: string; subtask: number }, b: { stage: string; subtask: number }) =>
+    a.stage === b.stage ? a.subtask - b.subtask : a.stage < b.stage ? -1 : 1;
+  sources.sort(byTask);
+  sinks.sort(byTask);
+  return {
+    checkpointId: checkpoint.checkpointId,
+    complete: metadata !== undefined,
+    final: metadata?.final === true,
+    completedAt: metadata ? new Date(metadata.timestamp).toISOString() : null,
+    sizeBytes: metadata ? sizeBytes : null,
+    sources,
+    sinks,
+  };
+}
+
+/** Checkpoints taken before stage kinds were recorded: sink states of the base classes list `pending`. */
+function guessKind(stage: string, state: unknown): "source" | "sink" | "operator" {
+  if (Array.isArray((state as { pending?: unknown } | null)?.pending)) return "sink";
+  return stage.startsWith("source:") ? "source" : "operator";
+}
+
+/** The pending transactions of a two-phase-commit state, or the pending logs of a write-ahead one. */
+function pendingOf(state: unknown, now: number): PendingReport[] {
+  const s = (state ?? {}) as {
+    pending?: Array<{ checkpointId?: number; startedAt?: number; records?: number }>;
+    transactionTimeoutMs?: number;
+  };
+  if (!Array.isArray(s.pending)) return [];
+  return s.pending.map((p) => ({
+    checkpointId: Number(p.checkpointId),
+    ageSeconds: typeof p.startedAt === "number" ? (now - p.startedAt) / 1000 : null,
+    records: typeof p.records === "number" ? p.records : null,
+    transactionTimeoutMs: typeof s.transactionTimeoutMs === "number" ? s.transactionTimeoutMs : null,
+  }));
+}
+
+/** A table of every checkpoint, then the sources and sinks of the latest complete one (what a restart restores). */
+export function formatInspection(location: string, reports: readonly CheckpointReport[]): string {
+  const lines = [`checkpoints at ${location}: ${reports.length}`];
+  if (reports.length === 0) return lines.join("\n");
+  lines.push(`  ${"id".padStart(6)}  ${"completed at".padEnd(24)}  ${"size".padStart(10)}  state`);
+  for (const r of reports) {
+    const state = r.complete ? (r.final ? "complete, final" : "complete") : "incomplete";
+    const size = r.sizeBytes === null ? "-" : `${r.sizeBytes} B`;
+    lines.push(
+      `  ${String(r.checkpointId).padStart(6)}  ${(r.completedAt ?? "-").padEnd(24)}  ${size.padStart(10)}  ${state}`,
+    );
+  }
+  const latest = [...reports].reverse().find((r) => r.complete);
+  if (!latest) {
+    lines.push("no complete checkpoint: a start begins from nothing");
+    return lines.join("\n");
+  }
+  lines.push(`latest complete: ${latest.checkpointId} (a restart restores it)`);
+  for (const s of latest.sources) lines.push(`  source ${s.stage}/${s.subtask}: ${JSON.stringify(s.positions)}`);
+  for (const s of latest.sinks) {
+    const pending = s.pending.map((p) => {
+      const age = p.ageSeconds === null ? "age unknown" : `age ${p.ageSeconds.toFixed(1)} s`;
+      const timeout =
+        p.transactionTimeoutMs === null
+          ? ""
+          : `, ${Math.round(((p.ageSeconds ?? 0) * 100_000) / p.transactionTimeoutMs)}% of the ${p.transactionTimeoutMs / 1000} s timeout`;
+      const records = p.records === null ? "" : `, ${p.records} records`;
+      return `checkpoint ${p.checkpointId} (${age}${records}${timeout})`;
+    });
+    lines.push(
+      `  sink ${s.stage}/${s.subtask}: ${pending.length} pending${pending.length ? `: ${pending.join("; ")}` : ""}`,
+    );
+  }
+  return lines.join("\n");
+}

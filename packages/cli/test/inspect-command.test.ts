@@ -1,0 +1,79 @@
+// `exactly inspect` on a file-system checkpoint location a real job wrote: every checkpoint,
+// complete or not, the sources' positions and the sinks' pending transactions.
+
+import { mkdir, mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { localFileSink } from "@exactly/file";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { runExactly } from "../../../test/support/run-cli.ts";
+import type { CheckpointReport } from "../src/inspect/inspect-command.ts";
+
+const RECORDS = 20_000;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+/** A bounded job run to its end: its last checkpoint is the final one, its transaction pending in the state. */
+async function runJob(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "exactly-inspect-"));
+  const job = new StreamJob({
+    name: "inspect-test",
+    parallelism: 2,
+    checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 50 },
+    logger: silentLogger,
+  });
+  job
+    .fromSource(
+      new GeneratorSource({
+        name: "ids",
+        count: RECORDS,
+        splits: 4,
+        ratePerSecond: 40_000,
+        generate: (id) => ({ id }),
+      }),
+    )
+    .sinkTo(() => localFileSink<{ id: number }>({ directory: join(dir, "out") }), { name: "files" });
+  await job.execute();
+  return join(dir, "checkpoints");
+}
+
+describe("exactly inspect", () => {
+  it("lists every checkpoint, the sources' positions and the sinks' pending transactions", async () => {
+    const location = await runJob();
+    // A checkpoint begun and never completed (the job died before its metadata).
+    await mkdir(join(location, "chk-1000"));
+    const reports = JSON.parse((await runExactly("inspect", location, "--json")).join("\n")) as CheckpointReport[];
+    const last = reports.at(-1) as CheckpointReport;
+    expect(last).toMatchObject({ checkpointId: 1000, complete: false, completedAt: null, sizeBytes: null });
+    const final = reports.at(-2) as CheckpointReport;
+    expect(final.complete).toBe(true);
+    expect(final.final).toBe(true);
+    expect(final.sizeBytes).toBeGreaterThan(0);
+    expect(Date.parse(final.completedAt as string)).toBeGreaterThan(Date.now() - 60_000);
+    // The sources read everything: each split's next index is past the end.
+    expect(final.sources.map((s) => `${s.stage}/${s.subtask}`).sort()).toEqual(["source:ids/0", "source:ids/1"]);
+    const positions = Object.assign({}, ...final.sources.map((s) => s.positions)) as Record<string, number>;
+    expect(Object.keys(positions).sort()).toEqual(["0", "1", "2", "3"]);
+    for (const next of Object.values(positions)) expect(next).toBeGreaterThanOrEqual(RECORDS);
+    // Each sink subtask's state lists the transactions pre-committed by then, the final one included.
+    expect(final.sinks.map((s) => `${s.stage}/${s.subtask}`).sort()).toEqual(["files/0", "files/1"]);
+    for (const sink of final.sinks) {
+      const own = sink.pending.find((p) => p.checkpointId === final.checkpointId);
+      expect(own, `files/${sink.subtask} lists checkpoint ${final.checkpointId} pending`).toBeDefined();
+      expect(own?.ageSeconds).toBeGreaterThanOrEqual(0);
+      expect(own?.records).toBeGreaterThan(0);
+    }
+    const text = (await runExactly("inspect", location)).join("\n");
+    expect(text).toContain(`latest complete: ${final.checkpointId}`);
+    expect(text).toMatch(/1000\s+-\s+-\s+incomplete/);
+    expect(text).toMatch(/sink files\/0: \d+ pending: checkpoint \d+ \(age [\d.]+ s, \d+ records\)/);
+  });
+
+  it("refuses a location that is not a directory, naming it, rather than create it", async () => {
+    const missing = join(tmpdir(), "exactly-no-such-location");
+    await expect(runExactly("inspect", missing)).rejects.toThrow(`${missing} is not a directory`);
+  });
+});
