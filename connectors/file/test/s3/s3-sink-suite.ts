@@ -59,6 +59,18 @@ const PAD = "p".repeat(1000);
 /** Lines of PAD that fill one 5 MiB upload part. */
 const LINES_PER_PART = Math.ceil(MIN_PART_BYTES / 1000);
 
+/** A part closed for commit whose data spans two upload parts, and the text it holds. */
+async function closedTwoUploadParts(w: S3RecoverableWriter, name: string) {
+  const open = await w.openPart({ bucket: "", name });
+  let expected = "";
+  for (let line = 0; line < LINES_PER_PART + 10; line++) {
+    const text = `{"id":${line},"pad":"${PAD}"}\n`;
+    expected += text;
+    await open.append(text);
+  }
+  return { closed: await open.closeForCommit(), expected };
+}
+
 export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
   describe(`S3 file sink on ${server}`, () => {
     const { bucket, s3 } = testBucket("sink", s3Config);
@@ -253,14 +265,7 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         // What a client that died during its completion can leave on MinIO: no object, the upload gone.
         const s3client = await s3();
         const w = writer(`republished-${randomBytes(3).toString("hex")}`);
-        const open = await w.openPart({ bucket: "", name: "part-p-0-1-0" });
-        let expected = "";
-        for (let line = 0; line < LINES_PER_PART + 10; line++) {
-          const text = `{"id":${line},"pad":"${PAD}"}\n`;
-          expected += text;
-          await open.append(text);
-        }
-        const closed = await open.closeForCommit();
+        const { closed, expected } = await closedTwoUploadParts(w, "part-p-0-1-0");
         const upload = closed.recoverable as { key: string; uploadId: string };
         await s3client.send(
           new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.key, UploadId: upload.uploadId }),
@@ -296,14 +301,7 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
       it("uploads a part the server lost again from its local copy, checked by ETag, and publishes the file whole", async () => {
         const s3client = await s3();
         const w = writer(`regained-${randomBytes(3).toString("hex")}`);
-        const open = await w.openPart({ bucket: "", name: "part-r-0-1-0" });
-        let expected = "";
-        for (let line = 0; line < LINES_PER_PART + 10; line++) {
-          const text = `{"id":${line},"pad":"${PAD}"}\n`;
-          expected += text;
-          await open.append(text);
-        }
-        const closed = await open.closeForCommit();
+        const { closed, expected } = await closedTwoUploadParts(w, "part-r-0-1-0");
         const upload = closed.recoverable as { key: string; uploadId: string; parts: { n: number }[] };
         expect(upload.parts.map((p) => p.n)).toEqual([1, 2]);
         // The server no longer holds part 2 as the checkpoint lists it (another part 2 replaced it).
