@@ -25,5 +25,6 @@ export {
 } from "./kafka-source.ts";
 export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
 export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
+export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering-transactions.ts";
 export type { KafkaSinkMessage, KafkaWriteOptions } from "./record-writer.ts";
 export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

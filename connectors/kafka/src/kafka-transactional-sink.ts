@@ -12,10 +12,10 @@ import {
   TransientError,
   TwoPhaseCommitSink,
   type TwoPhaseCommitState,
-  withRetry,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
 import type { Kafka } from "kafkajs";
+import { fence } from "./fencing.ts";
 import {
   type CheckpointTiming,
   checkTransactionTimeoutAgainstBroker,
@@ -25,7 +25,7 @@ import {
 import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";
 import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
 import { beginTransaction, type TransactionalProducer } from "./kafkajs/producers.ts";
-import { endTransaction, fenceTransactionalId, listTransactions } from "./kafkajs/transactions.ts";
+import { endTransaction, listTransactions } from "./kafkajs/transactions.ts";
 import type { Outbox } from "./outbox.ts";
 import { claimPrefix, releasePrefix } from "./prefix-registry.ts";
 import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
@@ -291,21 +291,8 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
   }
 
   /** InitProducerId on `transactionalId`: aborts what is open under it; retried while it completes. */
-  private async fence(transactionalId: string): Promise<number> {
-    const handle = await withRetry(
-      async () => {
-        try {
-          return await fenceTransactionalId(this.kafkaCluster, transactionalId, this.timeoutMs);
-        } catch (error) {
-          if (isRetriableKafkaError(error))
-            throw new TransientError(`InitProducerId for ${transactionalId}`, { cause: error });
-          throw error;
-        }
-      },
-      (e) => e instanceof TransientError,
-      { maxAttempts: 30, initialDelayMs: 50, maxDelayMs: 2000 },
-    );
-    return handle.epoch;
+  private fence(transactionalId: string): Promise<number> {
+    return fence(this.kafkaCluster, transactionalId, this.timeoutMs);
   }
 
   protected override async abortLingering(ctx: LingeringContext<KafkaTransactionState>): Promise<void> {

@@ -9,6 +9,7 @@ export {
 } from "./connection.ts";
 export type { DeadLetterOptions } from "./dead-letters.ts";
 export { RowRejectedError } from "./errors.ts";
+export { type PostgresLingeringOptions, PostgresLingeringTransactions } from "./lingering-prepared.ts";
 export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
 export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
 export type { PostgresSinkOptions } from "./postgres-options.ts";

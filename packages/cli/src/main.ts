@@ -1,8 +1,11 @@
-import { Command, InvalidArgumentError } from "commander";
+import { readFileSync } from "node:fs";
+import { Command, CommanderError, InvalidArgumentError } from "commander";
 import { runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
 import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
 import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
+import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
+import { kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runJobCommand } from "./run/run-command.ts";
 
 function integer(value: string): number {
@@ -16,14 +19,70 @@ function logFormat(value: string): "text" | "json" {
   return value;
 }
 
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`not a number of seconds: ${value}`);
+  return n;
+}
+
+/** The options every `exactly lingering` subcommand takes. */
+function lingeringCommand(parent: Command, name: string, description: string): Command {
+  return parent
+    .command(name)
+    .description(description)
+    .option(
+      "--checkpoints <location>",
+      "the job's checkpoint location (directory or s3://bucket/prefix): what its checkpoints pre-committed is spared",
+    )
+    .option(
+      "--checkpoints-s3-endpoint <url>",
+      "for an s3:// checkpoint location: the server (default: $EXACTLY_S3_ENDPOINT, else AWS)",
+    )
+    .option("--older-than <seconds>", "only work older than this may be aborted", seconds)
+    .option("--abort", "abort what is not pre-committed by a checkpoint, after a confirmation", false)
+    .option("--yes", "with --abort: do not ask", false)
+    .option("--json", "print the report as JSON", false);
+}
+
+function lingeringRun(opts: Record<string, unknown>): LingeringRun {
+  return {
+    abort: opts.abort === true,
+    yes: opts.yes === true,
+    json: opts.json === true,
+    ...(typeof opts.checkpoints === "string" ? { checkpoints: opts.checkpoints } : {}),
+    ...(typeof (opts.checkpointsS3Endpoint ?? opts.s3Endpoint) === "string"
+      ? { s3Endpoint: String(opts.checkpointsS3Endpoint ?? opts.s3Endpoint) }
+      : {}),
+    ...(typeof opts.olderThan === "number" ? { olderThanSeconds: opts.olderThan } : {}),
+  };
+}
+
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
   return n;
 }
 
+/** This package's version: src/ and dist/ both sit next to its package.json. */
+function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return manifest.version;
+}
+
+/**
+ * Exit codes of every command: 0 ok; 1 a check found a violation (records lost or duplicated,
+ * work left open, a conformance scenario failed); 2 bad usage or configuration, and any error
+ * that stopped the command; 3 only from `conformance`: nothing failed, but a scenario tested
+ * nothing. Commander's own usage errors are turned into 2 in {@link main}.
+ */
 export function buildProgram(): Command {
-  const program = new Command("exactly").description("End-to-end exactly-once stream pipelines").showHelpAfterError();
+  const program = new Command("exactly")
+    .description("End-to-end exactly-once stream pipelines")
+    .version(packageVersion(), "-V, --version", "print the version of @exactly/cli")
+    .showHelpAfterError()
+    // Commander exits 1 on a usage error; exit codes are main's to choose (set before the
+    // subcommands are added: they copy it).
+    .exitOverride();
   program
     .command("demo")
     .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output")
@@ -123,6 +182,31 @@ export function buildProgram(): Command {
       const reports = await inspectCheckpoints(location, opts);
       console.log(opts.json ? JSON.stringify(reports, null, 2) : formatInspection(location, reports));
     });
+  const lingering = program
+    .command("lingering")
+    .description(
+      "list the work a sink left open (transactions, prepared transactions, multipart uploads) that no checkpoint will commit; --abort ends it",
+    );
+  // Exit codes: 0 nothing left open, 1 some work left open, 2 bad usage or configuration.
+  lingeringCommand(lingering, "kafka", "open Kafka transactions of a transactional-id prefix")
+    .option("--brokers <list>", "bootstrap servers (default: $EXACTLY_KAFKA_BROKERS)")
+    .requiredOption("--prefix <prefix>", "the sink's transactionalIdPrefix")
+    .action(async (opts) => {
+      process.exitCode = await runLingeringCommand(await kafkaFinder(opts), lingeringRun(opts));
+    });
+  lingeringCommand(lingering, "postgres", "prepared transactions of a PostgresTwoPhaseSink")
+    .option("--pg-url <url>", "the database (default: $EXACTLY_PG_URL)")
+    .requiredOption("--sink <name>", "the sink's name in the database")
+    .action(async (opts) => {
+      process.exitCode = await runLingeringCommand(await postgresFinder(opts), lingeringRun(opts));
+    });
+  lingeringCommand(lingering, "s3", "open multipart uploads under an S3 file sink's prefix")
+    .requiredOption("--bucket <name>", "the sink's bucket")
+    .option("--prefix <prefix>", "the sink's key prefix", "")
+    .option("--s3-endpoint <url>", "the S3-compatible server (default: $EXACTLY_S3_ENDPOINT, else AWS)")
+    .action(async (opts) => {
+      process.exitCode = await runLingeringCommand(await s3Finder(opts), lingeringRun(opts));
+    });
   program
     .command("conformance")
     .description("run the conformance suite against a module exporting a sink's conformance definition")
@@ -141,5 +225,14 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: readonly string[]): Promise<void> {
-  await buildProgram().parseAsync(argv as string[]);
+  try {
+    await buildProgram().parseAsync(argv as string[]);
+  } catch (error) {
+    // Commander has printed its message (or the help, or the version) already.
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    throw error;
+  }
 }

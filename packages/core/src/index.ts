@@ -49,11 +49,18 @@ export {
   type CheckpointOptions,
   DataStream,
   KeyedStream,
+  type StageOptions,
   StreamJob,
   type StreamJobOptions,
   WindowedStream,
 } from "./runtime/stream-job.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
+export {
+  type LingeringWork,
+  type LingeringWorkFinder,
+  type StateReferences,
+  transactionsInState,
+} from "./sinks/lingering-work.ts";
 export { type LingeringContext, ownsSubtaskIndex } from "./sinks/restored-work.ts";
 export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
 export {
@@ -75,6 +82,7 @@ export {
   GenericWriteAheadSink,
   type GenericWriteAheadSinkOptions,
   jsonCodec,
+  type PendingLog,
   type RecordCodec,
   type WriteAheadState,
 } from "./sinks/write-ahead-sink.ts";

@@ -14,6 +14,7 @@ export {
   type S3ConnectionOptions,
 } from "./s3-connection.ts";
 export { type S3FileSinkOptions, s3FileSink } from "./s3-file-sink.ts";
+export { type S3LingeringOptions, S3LingeringUploads } from "./s3-lingering-uploads.ts";
 export { type OpenUpload, S3Prefix } from "./s3-prefix.ts";
 export {
   MIN_PART_BYTES,

@@ -5,7 +5,7 @@
  * from wherever the CLI is installed, so a file-only user gets no Postgres client.
  */
 import type * as PostgresConnector from "@exactly/postgres";
-import { loadConnector } from "./load-connector.ts";
+import { loadConnector } from "../load-connector.ts";
 import type { OutputCheck } from "./verify-output.ts";
 import { RecordTally } from "./verify-output.ts";
 
@@ -19,7 +19,7 @@ export type PostgresConnectorModule = typeof PostgresConnector;
 
 /** Imports the Postgres connector, or fails with the command that installs it. */
 export function loadPostgresConnector(specifier: string = POSTGRES_CONNECTOR): Promise<PostgresConnectorModule> {
-  return loadConnector<PostgresConnectorModule>(specifier, "postgres");
+  return loadConnector<PostgresConnectorModule>(specifier, "--sink postgres");
 }
 
 export interface PostgresDemoSink {

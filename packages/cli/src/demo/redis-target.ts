@@ -11,8 +11,8 @@
  */
 import { DeliveryGuarantee, type SinkFactory } from "@exactly/core";
 import type * as RedisConnector from "@exactly/redis";
+import { loadConnector } from "../load-connector.ts";
 import type { DemoRecord } from "./demo-job.ts";
-import { loadConnector } from "./load-connector.ts";
 import type { OutputCheck } from "./verify-output.ts";
 
 export const REDIS_CONNECTOR = "@exactly/redis";
@@ -21,7 +21,7 @@ export type RedisConnectorModule = typeof RedisConnector;
 
 /** Imports the Redis connector, or fails with the command that installs it. */
 export function loadRedisConnector(specifier: string = REDIS_CONNECTOR): Promise<RedisConnectorModule> {
-  return loadConnector<RedisConnectorModule>(specifier, "redis");
+  return loadConnector<RedisConnectorModule>(specifier, "--sink redis");
 }
 
 export interface RedisDemoTarget {

@@ -10,14 +10,15 @@
 import { randomBytes } from "node:crypto";
 import type { CheckpointStorage, DeliveryGuarantee, SinkFactory } from "@exactly/core";
 import type * as S3Connector from "@exactly/file/s3";
+import { loadConnector } from "../load-connector.ts";
 import type { DemoRecord } from "./demo-job.ts";
-import { loadConnector } from "./load-connector.ts";
 import { type OutputCheck, RecordTally } from "./verify-output.ts";
 
 export type S3ConnectorModule = typeof S3Connector;
 
-export function loadS3Connector(): Promise<S3ConnectorModule> {
-  return loadConnector<S3ConnectorModule>("@exactly/file/s3", "s3", ["@aws-sdk/client-s3"]);
+/** `user`: the option or command that needs it, for the error when it is not installed. */
+export function loadS3Connector(user = "--sink s3"): Promise<S3ConnectorModule> {
+  return loadConnector<S3ConnectorModule>("@exactly/file/s3", user, ["@aws-sdk/client-s3"]);
 }
 
 export interface S3DemoTarget {

@@ -40,7 +40,7 @@ export interface CheckpointReport {
 }
 
 export async function inspectCheckpoints(location: string, options: InspectOptions = {}): Promise<CheckpointReport[]> {
-  const storage = await openStorage(location, options);
+  const storage = await openCheckpointStorage(location, options);
   if (!storage.inspect)
     throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
   try {
@@ -51,9 +51,13 @@ export async function inspectCheckpoints(location: string, options: InspectOptio
   }
 }
 
-async function openStorage(location: string, options: InspectOptions): Promise<CheckpointStorage> {
+/** The storage at a checkpoint location, read only: a directory that exists, or s3://bucket/prefix. */
+export async function openCheckpointStorage(
+  location: string,
+  options: { readonly s3Endpoint?: string },
+): Promise<CheckpointStorage> {
   if (location.startsWith("s3://")) {
-    const s3 = await loadS3Connector();
+    const s3 = await loadS3Connector("an s3:// checkpoint location");
     return new s3.S3CheckpointStorage({ location, connection: s3ConnectionFromEnv(options.s3Endpoint) });
   }
   // Read only: a mistyped path must not come back as an empty, newly made location.

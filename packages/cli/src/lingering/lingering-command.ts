@@ -1,0 +1,205 @@
+/**
+ * `exactly lingering kafka|postgres|s3`: the work a sink left open in its external system
+ * (Kafka transactions, prepared Postgres transactions, S3 multipart uploads) that no
+ * checkpoint will commit, with its age; `--abort` ends it. For a job that is not running, or
+ * that was killed and will not be restarted: a running job's open transaction is in no
+ * complete checkpoint yet, and aborting it fails the job (it restarts and replays, losing
+ * nothing, but that is an outage). docs/operating.md has the procedure.
+ *
+ * What a checkpoint at `--checkpoints` holds as pre-committed is never aborted: a restart
+ * from that checkpoint commits it, and aborting it would lose that checkpoint's output.
+ * Work a checkpoint holds only as open (begun after its barrier) is what a restart aborts
+ * anyway; it is reported as such and may be aborted.
+ */
+import { createInterface } from "node:readline/promises";
+import { ConfigurationError, type LingeringWork, type LingeringWorkFinder } from "@exactly/core";
+import { openCheckpointStorage } from "../inspect/inspect-command.ts";
+
+export interface LingeringOptions {
+  /** A checkpoint location of the job (directory or s3://): what its checkpoints reference is spared or marked. */
+  readonly checkpoints?: string;
+  /** For s3:// checkpoint locations: the server. */
+  readonly s3Endpoint?: string;
+  /** Only work older than this many seconds is eligible for --abort. */
+  readonly olderThanSeconds?: number;
+}
+
+export type LingeringStatus =
+  /** No checkpoint references it: nothing will ever commit it. */
+  | "unreferenced"
+  /** A checkpoint holds it as open at its barrier: a restart from that checkpoint aborts it. */
+  | "open-at-checkpoint"
+  /** A checkpoint holds it as pre-committed: a restart from that checkpoint commits it. Never aborted. */
+  | "pre-committed";
+
+export interface LingeringItem {
+  readonly id: string;
+  /** What a checkpoint references it by (transactional id with producer id and epoch, gid, upload id). */
+  readonly reference: string;
+  readonly detail: string;
+  readonly startedAt: string | null;
+  readonly ageSeconds: number | null;
+  readonly status: LingeringStatus;
+  /** The checkpoints that reference it (pre-committed or open). */
+  readonly checkpointIds: readonly number[];
+  /** Whether --abort may end it: not pre-committed, and older than --older-than. */
+  readonly abortable: boolean;
+  aborted: boolean;
+}
+
+export interface LingeringReport {
+  readonly description: string;
+  /** Checkpoints read at --checkpoints; null when none was given (then nothing is referenced). */
+  readonly checkpointsRead: number | null;
+  readonly items: LingeringItem[];
+}
+
+/** Lists the finder's open work and sorts it against the checkpoints at `options.checkpoints`. */
+export async function findLingering(finder: LingeringWorkFinder, options: LingeringOptions): Promise<LingeringReport> {
+  const references = options.checkpoints === undefined ? undefined : await checkpointReferences(finder, options);
+  const now = Date.now();
+  const work = await finder.list();
+  const items = work.map((w): LingeringItem => {
+    const ref = references?.get(w.reference);
+    const status: LingeringStatus = ref?.pending.length
+      ? "pre-committed"
+      : ref?.open.length
+        ? "open-at-checkpoint"
+        : "unreferenced";
+    const ageSeconds = w.startedAt === undefined ? null : Math.max(0, (now - w.startedAt) / 1000);
+    const oldEnough =
+      options.olderThanSeconds === undefined || (ageSeconds !== null && ageSeconds >= options.olderThanSeconds);
+    return {
+      id: w.id,
+      reference: w.reference,
+      detail: w.detail,
+      startedAt: w.startedAt === undefined ? null : new Date(w.startedAt).toISOString(),
+      ageSeconds,
+      status,
+      checkpointIds: [...new Set([...(ref?.pending ?? []), ...(ref?.open ?? [])])].sort((a, b) => a - b),
+      abortable: status !== "pre-committed" && oldEnough,
+      aborted: false,
+    };
+  });
+  return { description: finder.description, checkpointsRead: references?.checkpoints ?? null, items };
+}
+
+type References = Map<string, { pending: number[]; open: number[] }> & { checkpoints?: number };
+
+/** Every reference any checkpoint at the location holds, complete or not (one in flight may complete). */
+async function checkpointReferences(finder: LingeringWorkFinder, options: LingeringOptions): Promise<References> {
+  const location = options.checkpoints as string;
+  const storage = await openCheckpointStorage(location, options);
+  if (!storage.inspect) {
+    throw new ConfigurationError("--checkpoints", `${location}: this checkpoint storage cannot be read by tools`);
+  }
+  try {
+    const checkpoints = await storage.inspect();
+    // A mistyped location would make every pre-committed transaction look unreferenced.
+    if (checkpoints.length === 0) {
+      throw new ConfigurationError(
+        "--checkpoints",
+        `${location} holds no checkpoint; give the job's checkpoint location, or leave --checkpoints out to treat all work as unreferenced`,
+      );
+    }
+    const references: References = new Map();
+    references.checkpoints = checkpoints.length;
+    for (const checkpoint of checkpoints) {
+      for (const [taskKey, { state }] of checkpoint.states) {
+        const stage = taskKey.slice(0, taskKey.lastIndexOf("/"));
+        const kind = checkpoint.metadata?.stages[stage]?.kind;
+        if (kind !== undefined && kind !== "sink") continue;
+        const found = finder.referencesIn(state);
+        for (const [list, refs] of [
+          ["pending", found.pending],
+          ["open", found.open],
+        ] as const) {
+          for (const ref of refs) {
+            const entry = references.get(ref) ?? { pending: [], open: [] };
+            entry[list].push(checkpoint.checkpointId);
+            references.set(ref, entry);
+          }
+        }
+      }
+    }
+    return references;
+  } finally {
+    (storage as { close?: () => void }).close?.();
+  }
+}
+
+/** Aborts every abortable item of the report, marking it; returns how many were aborted. */
+export async function abortLingering(finder: LingeringWorkFinder, report: LingeringReport): Promise<number> {
+  const work = new Map<string, LingeringWork>((await finder.list()).map((w) => [w.reference, w]));
+  let aborted = 0;
+  for (const item of report.items) {
+    if (!item.abortable) continue;
+    const current = work.get(item.reference);
+    // Gone since the listing (committed, aborted, timed out): nothing to end.
+    if (!current) continue;
+    await finder.abort(current);
+    item.aborted = true;
+    aborted++;
+  }
+  return aborted;
+}
+
+const STATUS_TEXT: Record<LingeringStatus, string> = {
+  unreferenced: "no checkpoint references it",
+  "open-at-checkpoint": "open at checkpoint(s) {ids}: a restart from them aborts it",
+  "pre-committed": "pre-committed by checkpoint(s) {ids}: a restart commits it, so it is never aborted here",
+};
+
+export function formatLingering(report: LingeringReport): string {
+  const lines = [`${report.description}: ${report.items.length} open`];
+  if (report.checkpointsRead === null) lines.push("  no --checkpoints given: every one counts as unreferenced");
+  else lines.push(`  checked against ${report.checkpointsRead} checkpoint(s)`);
+  for (const item of report.items) {
+    const age = item.ageSeconds === null ? "age unknown" : `age ${item.ageSeconds.toFixed(1)} s`;
+    const status = STATUS_TEXT[item.status].replace("{ids}", item.checkpointIds.join(", "));
+    let outcome = "";
+    if (item.aborted) outcome = " — aborted";
+    else if (!item.abortable && item.status !== "pre-committed") outcome = " — younger than --older-than, left open";
+    lines.push(`  ${item.id} (${age}; ${item.detail}): ${status}${outcome}`);
+  }
+  return lines.join("\n");
+}
+
+export interface LingeringRun extends LingeringOptions {
+  readonly abort?: boolean;
+  /** Aborts without asking. */
+  readonly yes?: boolean;
+  readonly json?: boolean;
+}
+
+/**
+ * The command: lists, then with --abort asks (or takes --yes) and aborts. Exit codes: 0 when
+ * no work is left open, 1 when some is (listed and not aborted), 2 bad usage or configuration
+ * (thrown as ConfigurationError).
+ */
+export async function runLingeringCommand(finder: LingeringWorkFinder, options: LingeringRun): Promise<number> {
+  try {
+    const report = await findLingering(finder, options);
+    const abortable = report.items.filter((i) => i.abortable);
+    if (options.abort && abortable.length > 0) {
+      if (!options.yes) {
+        if (!process.stdin.isTTY) {
+          throw new ConfigurationError(
+            "--yes",
+            "--abort asks for confirmation on a terminal; give --yes to abort without one",
+          );
+        }
+        console.log(formatLingering(report));
+        const prompt = createInterface({ input: process.stdin, output: process.stdout });
+        const answer = await prompt.question(`abort ${abortable.length} of them? [y/N] `);
+        prompt.close();
+        if (!/^y(es)?$/i.test(answer.trim())) return report.items.length === 0 ? 0 : 1;
+      }
+      await abortLingering(finder, report);
+    }
+    console.log(options.json ? JSON.stringify(report, null, 2) : formatLingering(report));
+    return report.items.some((i) => !i.aborted) ? 1 : 0;
+  } finally {
+    await finder.close();
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * The finder of each `exactly lingering` subcommand, from its flags. Each connector is an
+ * optional peer of the CLI, loaded only by the subcommand that needs it.
+ */
+import { ConfigurationError, type LingeringWorkFinder } from "@exactly/core";
+import type * as KafkaConnector from "@exactly/kafka";
+import type * as PostgresConnector from "@exactly/postgres";
+import { loadS3Connector, s3ConnectionFromEnv } from "../demo/s3-target.ts";
+import { loadConnector } from "../load-connector.ts";
+
+function required(flag: string, value: string | undefined, what: string): string {
+  if (!value) throw new ConfigurationError(flag, `is required: ${what}`);
+  return value;
+}
+
+export async function kafkaFinder(flags: { brokers?: string; prefix?: string }): Promise<LingeringWorkFinder> {
+  const brokers = (flags.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",").filter(Boolean);
+  if (brokers.length === 0) throw new ConfigurationError("--brokers", "is required (or $EXACTLY_KAFKA_BROKERS)");
+  const prefix = required("--prefix", flags.prefix, "the sink's transactionalIdPrefix");
+  const kafka = await loadConnector<typeof KafkaConnector>("@exactly/kafka", "exactly lingering kafka");
+  return new kafka.KafkaLingeringTransactions({ brokers, transactionalIdPrefix: prefix });
+}
+
+export async function postgresFinder(flags: { pgUrl?: string; sink?: string }): Promise<LingeringWorkFinder> {
+  const url = required("--pg-url", flags.pgUrl ?? process.env.EXACTLY_PG_URL, "the database (or $EXACTLY_PG_URL)");
+  const sinkName = required("--sink", flags.sink, "the sink's name in the database");
+  const postgres = await loadConnector<typeof PostgresConnector>("@exactly/postgres", "exactly lingering postgres");
+  return new postgres.PostgresLingeringTransactions({ connection: url, sinkName });
+}
+
+export async function s3Finder(flags: {
+  bucket?: string;
+  prefix?: string;
+  s3Endpoint?: string;
+}): Promise<LingeringWorkFinder> {
+  const bucket = required("--bucket", flags.bucket, "the sink's bucket");
+  const s3 = await loadS3Connector("exactly lingering s3");
+  return new s3.S3LingeringUploads({
+    bucket,
+    prefix: flags.prefix ?? "",
+    connection: s3ConnectionFromEnv(flags.s3Endpoint),
+  });
+}
