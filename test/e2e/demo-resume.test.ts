@@ -100,6 +100,14 @@ describe("what --out may hold", () => {
     );
   });
 
+  it("refuses a plain file, naming --out, instead of a raw EEXIST", async () => {
+    const file = join(await mkdtemp(join(tmpdir(), "exactly-demo-file-")), "out.txt");
+    await writeFile(file, "not a directory\n");
+    await expect(runExactly("demo", "--out", file, "--records", "100", "--json")).rejects.toThrow(
+      `--out: ${file} is a file, not a directory`,
+    );
+  });
+
   it("refuses to resume a run of other settings, naming them", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-demo-other-"));
     const printed = await runExactly("demo", "--out", out, "--records", "2000", "--json");

@@ -103,6 +103,19 @@ describe("packages install alone", () => {
       "exactly-redis-0.1.0.tgz",
     ]);
 
+    // Each package's types resolve as its JavaScript does, for ESM consumers under Node and
+    // bundlers (the packages are ESM only: CommonJS require() is out of scope, and ignored).
+    for (const tarball of tarballs) {
+      const checked = await exec(bin("attw"), [
+        "--profile",
+        "esm-only",
+        "--format",
+        "ascii",
+        join(packs, tarball),
+      ]).catch((error: { code: number; stdout: string }) => error);
+      expect((checked as { code?: number }).code ?? 0, `${tarball}: ${(checked as { stdout: string }).stdout}`).toBe(0);
+    }
+
     const app = await mkdtemp(join(tmpdir(), "exactly-app-"));
     await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }));
     // Core and the file connector alone: what a user who writes one job installs.
@@ -175,6 +188,22 @@ console.log(JSON.stringify(result));
     );
     const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
     expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
+
+    // docs/getting-started.md is this script: run as a new user would, in a fresh directory.
+    const guide = await mkdtemp(join(tmpdir(), "exactly-getting-started-"));
+    const started = await exec("bash", [join(root, "docs/getting-started/getting-started.sh")], {
+      cwd: guide,
+      env: {
+        ...process.env,
+        EXACTLY_PACKAGES: ["core", "file", "conformance", "cli"]
+          .map((p) => join(packs, `exactly-${p}-0.1.0.tgz`))
+          .join(" "),
+      },
+    });
+    expect(started.stdout).toContain("orders written: 100000");
+    expect(started.stdout).toMatch(/latest complete: \d+/);
+    // The job shown in the guide type-checks against what the guide installs.
+    await typeCheck(join(guide, "my-pipeline"), "job.ts");
 
     // `exactly demo --kafka` runs the Kafka example, which the CLI does not depend on: without it, it says how to install it.
     const { EXACTLY_KAFKA_BROKERS: _brokers, ...noBroker } = process.env;

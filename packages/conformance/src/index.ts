@@ -19,7 +19,7 @@ export {
 export type { Exercised } from "./harness/journal.ts";
 export { conformanceRecord, KEY_SPACE, keyOf } from "./records.ts";
 export type { ScenarioResult } from "./run-scenario.ts";
-export { faultPointsOf, PROFILES, type Profile } from "./scenarios.ts";
+export { faultPointsOf, PROFILES, type Profile, type ProfileSettings } from "./scenarios.ts";
 export {
   conformanceSuite,
   formatFailure,

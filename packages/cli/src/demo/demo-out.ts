@@ -5,9 +5,11 @@
  * resumes from the latest complete one and checks the whole history. Files that are not a
  * demo's of these settings are never written over.
  */
+
 import { mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { ConfigurationError } from "@exactly/core";
 
 /** Marks a directory as a demo's own; a dot file, so the output check does not read it. */
 export const DEMO_MARKER = ".exactly-demo.json";
@@ -39,7 +41,9 @@ export async function previousDemo(out: string | undefined): Promise<DemoIdentit
   try {
     return JSON.parse(await readFile(join(resolve(out), DEMO_MARKER), "utf8")) as DemoIdentity;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ENOTDIR") throw notADirectory(resolve(out));
     throw new Error(`--out ${resolve(out)}: ${DEMO_MARKER} is unreadable: ${(error as Error).message}`);
   }
 }
@@ -50,7 +54,14 @@ export async function previousDemo(out: string | undefined): Promise<DemoIdentit
  */
 export async function prepareOut(out: string | undefined, identity: DemoIdentity): Promise<PreparedOut> {
   const dir = out ? resolve(out) : await mkdtemp(join(tmpdir(), "exactly-demo-"));
-  await mkdir(dir, { recursive: true });
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // EEXIST: a file is there; ENOTDIR: a file is on the way to it.
+    if (code === "EEXIST" || code === "ENOTDIR") throw notADirectory(dir);
+    throw new ConfigurationError("--out", `${dir} cannot be made: ${(error as Error).message}`, { cause: error });
+  }
   const entries = await readdir(dir);
   if (entries.length === 0) {
     await writeFile(join(dir, DEMO_MARKER), `${JSON.stringify(identity)}\n`);
@@ -58,17 +69,23 @@ export async function prepareOut(out: string | undefined, identity: DemoIdentity
   }
   const previous = await previousDemo(dir);
   if (!previous) {
-    throw new Error(
-      `--out ${dir} is not empty and holds no demo run (no ${DEMO_MARKER}): the demo checks everything in it, so give it an empty or new directory`,
+    throw new ConfigurationError(
+      "--out",
+      `${dir} is not empty and holds no demo run (no ${DEMO_MARKER}): the demo checks everything in it, so give it an empty or new directory`,
     );
   }
   const differ = differences(previous, identity);
   if (differ.length > 0) {
-    throw new Error(
-      `--out ${dir} holds a demo run with other settings (${differ.join("; ")}): resume it with the same settings, or give a new directory`,
+    throw new ConfigurationError(
+      "--out",
+      `${dir} holds a demo run with other settings (${differ.join("; ")}): resume it with the same settings, or give a new directory`,
     );
   }
   return { dir, resumed: true };
+}
+
+function notADirectory(dir: string): ConfigurationError {
+  return new ConfigurationError("--out", `${dir} is a file, not a directory: give an empty or new directory`);
 }
 
 function differences(previous: DemoIdentity, now: DemoIdentity): string[] {

@@ -47,7 +47,7 @@ export interface StreamJobOptions {
   readonly metrics?: JobMetrics;
 }
 
-interface StageOptions {
+export interface StageOptions {
   /** Stable id of the stage's state; defaults to one derived from its place in the job. */
   readonly uid?: string;
   readonly parallelism?: number;

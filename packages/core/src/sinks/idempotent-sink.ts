@@ -36,11 +36,13 @@ export abstract class IdempotentSink<IN> implements Sink<IN> {
     this.maxBuffered = options.maxBufferedRecords ?? 1000;
   }
 
+  // #region hooks
   protected abstract keyOf(record: IN): string;
   /** Deterministic under replay and increasing for a key along the stream. */
   protected abstract versionOf(record: IN, position: RecordPosition): number;
   /** Applies the writes, each only if its version is newer than the stored one. */
   protected abstract upsert(writes: readonly Upsert<IN>[]): Promise<void>;
+  // #endregion hooks
 
   protected get context(): SinkContext {
     if (!this.ctx) throw new SinkNotOpenError();

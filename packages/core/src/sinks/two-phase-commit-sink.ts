@@ -100,6 +100,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
 
   // ---- what a subclass implements -------------------------------------------------
 
+  // #region hooks
   protected abstract beginTransaction(context: TransactionContext): Promise<TXN> | TXN;
   /**
    * Writes a batch into `txn`. Throw {@link RecordWriteError} to name a bad record
@@ -140,6 +141,7 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   protected abortLingering(_restored: LingeringContext<TXN>): Promise<void> {
     return Promise.resolve();
   }
+  // #endregion hooks
 
   protected encodeTransaction(txn: TXN): unknown {
     return txn;

@@ -11,12 +11,14 @@ import type { PendingWork, Sink, SinkContext } from "./sink.ts";
  * Records which checkpoints a write-ahead sink already sent, so a replay after a crash
  * does not send them again. Keyed by the subtask that logged the records.
  */
+// #region committer
 export interface CheckpointCommitter {
   open?(): Promise<void>;
   isCommitted(sinkId: string, subtask: number, checkpointId: number): Promise<boolean>;
   commit(sinkId: string, subtask: number, checkpointId: number): Promise<void>;
   close?(): Promise<void>;
 }
+// #endregion committer
 
 /**
  * How records are written to the log and read back. What is read back may be another type
@@ -46,7 +48,7 @@ export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
   readonly commitRetry?: RetryOptions;
 }
 
-interface PendingLog {
+export interface PendingLog {
   readonly checkpointId: number;
   /** The subtask that logged the records: the committer's key even after a rescale. */
   readonly subtask: number;
@@ -90,6 +92,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     this.retry = options.commitRetry;
   }
 
+  // #region hooks
   /** Writes one checkpoint's records to the external system. */
   protected abstract sendValues(records: readonly LOGGED[], checkpointId: number): Promise<void>;
 
@@ -98,6 +101,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     await this.sendValues(records, checkpointId);
     await this.committer.commit(this.context.sinkId, subtask, checkpointId);
   }
+  // #endregion hooks
 
   isTransient(error: unknown): boolean {
     return isTransientByDefault(error);
