@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { StreamJob } from "@exactly/core";
 
@@ -14,9 +15,29 @@ export interface CaseResult {
   readonly commitMs?: readonly number[];
   /** Process start → every sink recovered and records flowing (framework cases). */
   readonly startupMs?: number;
+  /** Process start → the first commit (framework cases): after a SIGKILL, the recovery time. */
+  readonly firstCommitMs?: number;
 }
 
 export const RESULT_PREFIX = "BENCH_RESULT ";
+/** A line a framework case prints at each commit when BENCH_SIGNAL_COMMITS is set, for the kill of a recovery run. */
+export const COMMITTED_LINE = "BENCH_COMMITTED";
+
+/**
+ * The case runs again on the checkpoints of a run that was SIGKILLed (BENCH_RESUME=1): its
+ * external resources (table, topic, key prefix) exist and are not made again.
+ */
+export const resuming = process.env.BENCH_RESUME === "1";
+
+/** A generator's pace for the recovery runs (BENCH_RATE records/s), so that they last several checkpoints. */
+export const pace: { ratePerSecond?: number } = process.env.BENCH_RATE
+  ? { ratePerSecond: Number(process.env.BENCH_RATE) }
+  : {};
+
+/** Names of a case's external resources: the same for a run and its resumption (same directory). */
+export function runId(dir: string): string {
+  return createHash("sha256").update(dir).digest("hex").slice(0, 8);
+}
 
 export function report(result: Omit<CaseResult, "cpuSeconds" | "peakRssMb">): void {
   const usage = process.resourceUsage();
@@ -39,13 +60,39 @@ export const benchRecord = (id: number) => ({ id, key: id % 1024, payload: `valu
 export async function executeAndReport(job: StreamJob, records: number): Promise<void> {
   const checkpointMs: number[] = [];
   const commitMs: number[] = [];
+  const signal = process.env.BENCH_SIGNAL_COMMITS === "1";
   let startedAt = 0;
+  let firstCommitMs: number | undefined;
   await job.execute({
     onRunning: () => {
       startedAt = performance.now();
     },
     onComplete: (_, info) => checkpointMs.push(info.durationMs),
-    onCommitted: (_, info) => commitMs.push(info.durationMs),
+    onCommitted: (_, info) => {
+      // performance.now() counts from the process's start.
+      firstCommitMs ??= performance.now();
+      commitMs.push(info.durationMs);
+      if (signal) process.stdout.write(`${COMMITTED_LINE}\n`);
+    },
   });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs: startedAt });
+  report({
+    records,
+    seconds: (performance.now() - startedAt) / 1000,
+    checkpointMs,
+    commitMs,
+    startupMs: startedAt,
+    ...(firstCommitMs === undefined ? {} : { firstCommitMs }),
+  });
+}
+
+/** What the soak job (soak-job.ts) reports, as a `BENCH_SOAK <json>` line. */
+export const SOAK_PREFIX = "BENCH_SOAK ";
+
+export interface SoakSamples {
+  /** RSS every second; t in seconds since the job started. */
+  readonly rss: ReadonlyArray<{ readonly t: number; readonly mb: number }>;
+  /** Each checkpoint's duration, at the time it completed. */
+  readonly checkpoints: ReadonlyArray<{ readonly t: number; readonly ms: number }>;
+  readonly records: number;
+  readonly seconds: number;
 }

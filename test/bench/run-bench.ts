@@ -1,54 +1,99 @@
 /**
  * `pnpm bench`: every case of every connector in one run, on the same records, each in
- * its own child process (so CPU and peak RSS are its own), printed side by side with
- * ratios to the exactly-once case. Benchmarks are not tests: nothing here asserts.
+ * its own child process (so CPU and peak RSS are its own), side by side with ratios to the
+ * raw-client baseline and to the naive exactly-once loop. Benchmarks are not tests: nothing
+ * here asserts.
  *
- *   pnpm bench [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N] [--redis-naive-records N]
- *              [--s3-mib N] [--only file|kafka|postgres|redis|s3] [--rounds R]
+ *   pnpm bench [--quick] [--only file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
+ *              [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
+ *              [--redis-naive-records N] [--s3-mib N] [--no-recovery]
+ *   pnpm bench --soak SECONDS [--rate N] [--out DIR]
  *
- * A list of record counts runs the suite once per count, each with its own table. Below each
- * table, a suite's comparisons give the ratios its issue sets targets for (a sink against the
- * raw client on the same bulk path, and against the naive loop).
- *
- * With --rounds R every case runs R times, the cases taking turns (a round runs each once),
- * so that a slow moment of the machine or the broker does not fall on one case only; the
- * table gives each case's median and its range.
+ * --quick runs every connector on small counts (a couple of minutes for all). A list of
+ * record counts runs the suite once per count. With --rounds R every case runs R times, the
+ * cases taking turns, so that a slow moment of the machine does not fall on one case only;
+ * the table gives medians and ranges. Each exactly-once case is also run once more, SIGKILLed
+ * after its second commit and restarted on its checkpoints: the restart's time to its first
+ * commit is its recovery time. The tables go to the terminal and, with the chart, to
+ * `--out` (default bench/): results.json, results.md, throughput.svg. --soak runs the demo
+ * pipeline instead (see soak.ts).
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { type CaseResult, RESULT_PREFIX } from "./bench-protocol.ts";
+import { type CaseResult, COMMITTED_LINE, RESULT_PREFIX } from "./bench-protocol.ts";
+import {
+  type BenchResults,
+  formatSuite,
+  machine,
+  type SuiteSummary,
+  summariseSuite,
+  writeResults,
+} from "./bench-report.ts";
 import { prepareKafkaInput } from "./kafka-input.ts";
+import { runSoak } from "./soak.ts";
 
 const { values } = parseArgs({
   options: {
-    records: { type: "string", default: "1000000" },
-    "kafka-records": { type: "string", default: "200000" },
-    "pg-records": { type: "string", default: "200000" },
-    "redis-records": { type: "string", default: "1000000" },
-    "redis-naive-records": { type: "string", default: "20000" },
-    "s3-mib": { type: "string", default: "1024" },
+    records: { type: "string" },
+    "kafka-records": { type: "string" },
+    "pg-records": { type: "string" },
+    "redis-records": { type: "string" },
+    "redis-naive-records": { type: "string" },
+    "s3-mib": { type: "string" },
     only: { type: "string" },
     rounds: { type: "string", default: "1" },
+    quick: { type: "boolean", default: false },
+    "no-recovery": { type: "boolean", default: false },
+    out: { type: "string", default: fileURLToPath(new URL("../../bench/", import.meta.url)) },
+    soak: { type: "string" },
+    rate: { type: "string", default: "20000" },
   },
 });
-const rounds = Number(values.rounds);
-if (!Number.isInteger(rounds) || rounds < 1)
-  throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
-const records = Number(values.records);
+const outDir = values.out as string;
+await mkdir(outDir, { recursive: true });
+if (values.soak !== undefined) {
+  await runSoak({ seconds: positive("--soak", values.soak), ratePerSecond: positive("--rate", values.rate), outDir });
+  process.exit(0);
+}
+
+function positive(flag: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} must be a positive integer, got ${value}`);
+  return n;
+}
+
+/** Counts: the flag's, else --quick's, else the full run's. */
+const QUICK = { records: "100000", kafka: "20000", pg: "20000", redis: "100000", redisNaive: "2000", s3: "32" };
+const FULL = { records: "1000000", kafka: "200000", pg: "200000", redis: "1000000", redisNaive: "20000", s3: "1024" };
+const sizes = values.quick ? QUICK : FULL;
+const count = (flag: string | undefined, fallback: string) => flag ?? fallback;
+const rounds = positive("--rounds", values.rounds);
+const records = positive("--records", count(values.records, sizes.records));
+const kafkaRecords = positive("--kafka-records", count(values["kafka-records"], sizes.kafka));
+const redisRecords = positive("--redis-records", count(values["redis-records"], sizes.redis));
+const redisNaiveRecords = positive("--redis-naive-records", count(values["redis-naive-records"], sizes.redisNaive));
+const s3Mib = positive("--s3-mib", count(values["s3-mib"], sizes.s3));
 const kafkaBrokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",").filter(Boolean);
 
 interface Suite {
   readonly connector: string;
   readonly script: string;
   readonly cases: readonly string[];
+  /** The raw-client baseline every case is compared with, unless `rawFor` names another. */
+  readonly raw?: string;
+  readonly rawFor?: Readonly<Record<string, string>>;
+  /** The naive exactly-once loop a user would otherwise write. */
+  readonly naive?: string;
+  /** The exactly-once cases, each also measured for recovery after a SIGKILL. */
+  readonly exactlyOnce: readonly string[];
+  /** Whether the cases' source can be paced (BENCH_RATE): a generator can, the Kafka input topic cannot. */
+  readonly paced: boolean;
   /** Record counts: the suite runs once per count. */
   readonly sizes: readonly number[];
-  /** `[case, baseline]`: printed as the case's records/s over the baseline's. */
-  readonly comparisons?: ReadonlyArray<readonly [string, string]>;
   /**
    * Cases that run on fewer records than the suite's size, and why: a rate that does not
    * depend on the count, and that the full count would take an hour to measure.
@@ -65,15 +110,24 @@ const suites: Suite[] = [
     connector: "file (local disk)",
     script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
     cases: ["exactly-once", "at-least-once", "raw", "naive"],
+    raw: "raw",
+    naive: "naive",
+    exactlyOnce: ["exactly-once"],
+    paced: true,
     sizes: [records],
   },
   {
     connector: "kafka",
     script: fileURLToPath(new URL("./cases/kafka-cases.ts", import.meta.url)),
     cases: ["exactly-once (1 s)", "exactly-once (100 ms)", "at-least-once", "raw", "naive"],
-    sizes: [Number(values["kafka-records"])],
+    raw: "raw",
+    naive: "naive",
+    // Its 100 ms checkpoints commit several times even in a short run of the unpaced input.
+    exactlyOnce: ["exactly-once (100 ms)"],
+    paced: false,
+    sizes: [kafkaRecords],
     prepare: async () => ({
-      BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, Number(values["kafka-records"])),
+      BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, kafkaRecords),
     }),
     ...(kafkaBrokers.length === 0
       ? {
@@ -94,19 +148,23 @@ const suites: Suite[] = [
       "raw unnest upsert",
       "naive (txn per batch, row by row)",
     ],
-    sizes: (values["pg-records"] as string).split(",").map((n) => {
-      const size = Number(n);
-      if (!Number.isInteger(size) || size < 1) throw new Error(`--pg-records takes positive integers, got ${n}`);
-      return size;
-    }),
-    comparisons: [
-      ["two-phase append", "raw COPY"],
-      ["write-ahead append", "raw COPY"],
-      ["two-phase upsert", "raw unnest upsert"],
-      ["write-ahead upsert", "raw unnest upsert"],
-      ["two-phase upsert", "naive (txn per batch, row by row)"],
-      ["write-ahead upsert", "naive (txn per batch, row by row)"],
-    ],
+    raw: "raw COPY",
+    rawFor: {
+      "two-phase upsert": "raw unnest upsert",
+      "write-ahead upsert": "raw unnest upsert",
+      "at-least-once upsert": "raw unnest upsert",
+      "raw unnest upsert": "raw unnest upsert",
+    },
+    naive: "naive (txn per batch, row by row)",
+    exactlyOnce: ["two-phase append", "write-ahead append"],
+    paced: true,
+    sizes: count(values["pg-records"], sizes.pg)
+      .split(",")
+      .map((n) => {
+        const size = Number(n);
+        if (!Number.isInteger(size) || size < 1) throw new Error(`--pg-records takes positive integers, got ${n}`);
+        return size;
+      }),
     ...(process.env.EXACTLY_PG_URL
       ? {}
       : { unavailable: 'EXACTLY_PG_URL is not set (pnpm services up postgres, then eval "$(pnpm -s services env)")' }),
@@ -122,19 +180,22 @@ const suites: Suite[] = [
       "raw pipelined HINCRBY",
       "naive (one awaited SET per record)",
     ],
-    sizes: [Number(values["redis-records"])],
+    raw: "raw pipelined SET",
+    rawFor: {
+      "write-ahead sink (HINCRBY)": "raw pipelined HINCRBY",
+      "at-least-once sink (HINCRBY)": "raw pipelined HINCRBY",
+      "raw pipelined HINCRBY": "raw pipelined HINCRBY",
+    },
+    naive: "naive (one awaited SET per record)",
+    exactlyOnce: ["upsert sink (SET)", "write-ahead sink (HINCRBY)"],
+    paced: true,
+    sizes: [redisRecords],
     fewerRecords: {
       "naive (one awaited SET per record)": {
-        records: Number(values["redis-naive-records"]),
+        records: redisNaiveRecords,
         why: "each awaited SET waits for its own fsync (appendfsync always), 1–2 ms here: its rate does not depend on the count",
       },
     },
-    comparisons: [
-      ["upsert sink (SET)", "raw pipelined SET"],
-      ["write-ahead sink (HINCRBY)", "raw pipelined HINCRBY"],
-      ["upsert sink (SET)", "naive (one awaited SET per record)"],
-      ["write-ahead sink (HINCRBY)", "naive (one awaited SET per record)"],
-    ],
     ...(process.env.EXACTLY_REDIS_URL
       ? {}
       : { unavailable: 'EXACTLY_REDIS_URL is not set (pnpm services up redis, then eval "$(pnpm -s services env)")' }),
@@ -148,18 +209,22 @@ const suites: Suite[] = [
       "s3 sink, at-least-once",
       "raw SDK multipart upload",
     ],
+    raw: "raw SDK multipart upload",
+    exactlyOnce: ["s3 sink, exactly-once"],
+    paced: true,
     // Lines of about 1,070 bytes: --s3-mib MiB of them.
-    sizes: [Math.round((Number(values["s3-mib"]) * 1024 * 1024) / 1070)],
-    comparisons: [
-      ["s3 sink, exactly-once", "raw SDK multipart upload"],
-      ["s3 sink, at-least-once", "raw SDK multipart upload"],
-      ["s3 sink, exactly-once, checkpoints on S3", "s3 sink, exactly-once"],
-    ],
+    sizes: [Math.round((s3Mib * 1024 * 1024) / 1070)],
     ...(process.env.EXACTLY_S3_ENDPOINT
       ? {}
       : { unavailable: 'EXACTLY_S3_ENDPOINT is not set (pnpm services up s3, then eval "$(pnpm -s services env)")' }),
   },
 ];
+
+function quietNode(script: string, args: readonly string[]) {
+  // TimeoutNegativeWarning: kafkajs 2.2.4 on Node 24 (tulios/kafkajs#1751), harmless.
+  const quiet = ["--disable-warning=ExperimentalWarning", "--disable-warning=TimeoutNegativeWarning"];
+  return [process.execPath, ["--conditions=@exactly/source", ...quiet, script, ...args]] as const;
+}
 
 function runCase(
   script: string,
@@ -169,13 +234,8 @@ function runCase(
   env: Record<string, string>,
 ): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
-    // TimeoutNegativeWarning: kafkajs 2.2.4 on Node 24 (tulios/kafkajs#1751), harmless.
-    const quiet = ["--disable-warning=ExperimentalWarning", "--disable-warning=TimeoutNegativeWarning"];
-    const child = spawn(
-      process.execPath,
-      ["--conditions=@exactly/source", ...quiet, script, name, String(records), dir],
-      { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } },
-    );
+    const [node, args] = quietNode(script, [name, String(records), dir]);
+    const child = spawn(node, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
     let out = "";
     child.stdout.on("data", (c) => {
       out += c;
@@ -188,82 +248,98 @@ function runCase(
   });
 }
 
-const median = (xs: readonly number[]) => {
-  if (xs.length === 0) return Number.NaN;
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
+/**
+ * Recovery time of an exactly-once case: it runs until its second commit and is SIGKILLed,
+ * then runs again on the same checkpoints (and the same table, topic or prefix) to the end;
+ * the second process's time from its start to its first commit is the recovery time: start,
+ * restore, recommit what the checkpoint pre-committed, abort what lingers, the first new
+ * checkpoint (one checkpoint interval) and its commit. A generator is paced to last about
+ * six seconds (`pace`), so that the kill falls mid-run.
+ */
+async function measureRecovery(
+  script: string,
+  name: string,
+  records: number,
+  caseEnv: Record<string, string>,
+  paced: boolean,
+): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), "exactly-bench-recovery-"));
+  const env = paced ? { ...caseEnv, BENCH_RATE: String(Math.ceil(records / 6)) } : caseEnv;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const [node, args] = quietNode(script, [name, String(records), dir]);
+      const child = spawn(node, args, {
+        stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, ...env, BENCH_SIGNAL_COMMITS: "1" },
+      });
+      let commits = 0;
+      let out = "";
+      child.stdout.on("data", (c) => {
+        out += c;
+        const lines = out.split("\n");
+        out = lines.pop() ?? "";
+        commits += lines.filter((l) => l === COMMITTED_LINE).length;
+        if (commits >= 2) child.kill("SIGKILL");
+      });
+      child.on("exit", (_code, signal) => {
+        if (signal === "SIGKILL") resolve();
+        else reject(new Error(`case ${name} ended before its second commit (${commits}): raise its record count`));
+      });
+    });
+    const resumed = await runCase(script, name, records, dir, { ...env, BENCH_RESUME: "1" });
+    if (resumed.firstCommitMs === undefined) throw new Error(`case ${name} reported no commit after its restart`);
+    return resumed.firstCommitMs;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
+const summaries: SuiteSummary[] = [];
+const notRun: Array<{ connector: string; why: string }> = [];
 for (const suite of suites) {
   if (values.only && !suite.connector.startsWith(values.only)) continue;
   if (suite.unavailable) {
     console.log(`\n${suite.connector}: not run: ${suite.unavailable}`);
+    notRun.push({ connector: suite.connector, why: suite.unavailable });
     continue;
   }
   const env = (await suite.prepare?.()) ?? {};
-  for (const size of suite.sizes) await runSuite(suite, size, env);
+  for (const size of suite.sizes) {
+    const summary = await runSuite(suite, size, env);
+    console.log(formatSuite(summary));
+    summaries.push(summary);
+  }
 }
+const results: BenchResults = {
+  generatedAt: new Date().toISOString(),
+  machine: machine(),
+  quick: values.quick === true,
+  rounds,
+  suites: summaries,
+  notRun,
+};
+for (const path of await writeResults(outDir, results)) console.log(`wrote ${path}`);
 
-async function runSuite(suite: Suite, size: number, env: Record<string, string>): Promise<void> {
+async function runSuite(suite: Suite, size: number, env: Record<string, string>): Promise<SuiteSummary> {
   const results = new Map<string, CaseResult[]>(suite.cases.map((name) => [name, []]));
+  const recordsOf = (name: string) => Math.min(size, suite.fewerRecords?.[name]?.records ?? size);
   for (let round = 1; round <= rounds; round++) {
     for (const name of suite.cases) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
-      const records = Math.min(size, suite.fewerRecords?.[name]?.records ?? size);
-      results.get(name)?.push(await runCase(suite.script, name, records, dir, env));
+      results.get(name)?.push(await runCase(suite.script, name, recordsOf(name), dir, env));
       await rm(dir, { recursive: true, force: true });
     }
   }
-  const rateOf = (r: CaseResult) => r.records / r.seconds;
-  const referenceRate = median((results.get(suite.cases[0] as string) ?? []).map(rateOf));
-  const rows = [...results].map(([name, runs]) => {
-    const rates = runs.map(rateOf);
-    const rate = median(rates);
-    const range =
-      runs.length > 1
-        ? ` (${Math.round(Math.min(...rates)).toLocaleString("en-US")}–${Math.round(Math.max(...rates)).toLocaleString("en-US")})`
-        : "";
-    const checkpoints = runs.flatMap((r) => r.checkpointMs);
-    const commits = runs.flatMap((r) => r.commitMs ?? []);
-    const startups = runs.flatMap((r) => (r.startupMs === undefined ? [] : [r.startupMs]));
-    return [
-      name,
-      `${Math.round(rate).toLocaleString("en-US")}${range}`,
-      (rate / referenceRate).toFixed(2),
-      median(runs.map((r) => r.cpuSeconds)).toFixed(1),
-      String(Math.max(...runs.map((r) => r.peakRssMb))),
-      checkpoints.length ? `${median(checkpoints)} (${checkpoints.length})` : "-",
-      commits.length ? String(Math.round(median(commits))) : "-",
-      startups.length ? String(Math.round(median(startups))) : "-",
-    ];
-  });
-  const header = [
-    "case",
-    rounds > 1 ? `records/s, median (range) of ${rounds}` : "records/s",
-    `× ${suite.cases[0]}`,
-    "CPU s",
-    "peak RSS MB (max)",
-    "checkpoint ms p50 (n)",
-    "commit ms p50",
-    "startup ms",
-  ];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-  console.log(`\n${suite.connector}, ${size.toLocaleString("en-US")} records`);
-  for (const row of [header, widths.map((w) => "-".repeat(w)), ...rows]) {
-    console.log(
-      row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join("  "),
-    );
+  const recovery = new Map<string, number>();
+  if (!values["no-recovery"]) {
+    for (const name of suite.exactlyOnce) {
+      process.stderr.write(`${suite.connector}: ${name}, SIGKILLed and restarted …\n`);
+      recovery.set(name, await measureRecovery(suite.script, name, recordsOf(name), env, suite.paced));
+    }
   }
-  for (const [name, { records, why }] of Object.entries(suite.fewerRecords ?? {})) {
-    if (records < size) console.log(`  ${name}: ${records.toLocaleString("en-US")} records, as ${why}`);
-  }
-  for (const [name, baseline] of suite.comparisons ?? []) {
-    const rate = median((results.get(name) ?? []).map(rateOf));
-    const base = median((results.get(baseline) ?? []).map(rateOf));
-    console.log(`  ${name} / ${baseline}: ${(rate / base).toFixed(2)}×`);
-  }
+  const notes = Object.entries(suite.fewerRecords ?? {})
+    .filter(([, { records }]) => records < size)
+    .map(([name, { records, why }]) => `${name}: ${records.toLocaleString("en-US")} records, as ${why}`);
+  return summariseSuite(suite, size, results, recovery, notes);
 }

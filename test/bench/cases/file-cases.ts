@@ -9,34 +9,22 @@ import { performance } from "node:perf_hooks";
 import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { fsyncDirectory } from "@exactly/core/internal";
 import { localFileSink } from "@exactly/file";
-import { benchRecord, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, pace, report } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const encode = (r: ReturnType<typeof benchRecord>) => JSON.stringify(r);
 
 async function framework(guarantee: DeliveryGuarantee): Promise<void> {
-  const checkpointMs: number[] = [];
-  const commitMs: number[] = [];
-  let startupMs = 0;
-  let startedAt = 0;
   const job = new StreamJob({
     name: `bench-${name}`,
     checkpoint: { storage: join(dir, ".checkpoints"), intervalMs: Number(process.env.BENCH_INTERVAL_MS ?? 1000) },
     logger: silentLogger,
   });
   job
-    .fromSource(new GeneratorSource({ count: records, generate: benchRecord }))
+    .fromSource(new GeneratorSource({ count: records, ...pace, generate: benchRecord }))
     .sinkTo(() => localFileSink({ directory: dir, guarantee, encoder: encode }), { name: "bench" });
-  await job.execute({
-    onRunning: () => {
-      startupMs = performance.now();
-      startedAt = performance.now();
-    },
-    onComplete: (_, info) => checkpointMs.push(info.durationMs),
-    onCommitted: (_, info) => commitMs.push(info.durationMs),
-  });
-  report({ records, seconds: (performance.now() - startedAt) / 1000, checkpointMs, commitMs, startupMs });
+  await executeAndReport(job, records);
 }
 
 /** The baseline: the same lines through one write stream, fsynced once at the end. */

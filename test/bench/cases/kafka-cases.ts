@@ -10,17 +10,18 @@ import { performance } from "node:perf_hooks";
 import { DeliveryGuarantee, StreamJob, silentLogger } from "@exactly/core";
 import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
 import kafkajs from "kafkajs";
-import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, report, resuming, runId } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const brokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",");
 const input = process.env.BENCH_KAFKA_INPUT as string;
-const output = `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${randomUUID().slice(0, 8)}`;
+const output = `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${runId(dir)}`;
 const kafka = new kafkajs.Kafka({ clientId: "exactly-bench", brokers, logLevel: kafkajs.logLevel.NOTHING });
 const PARTITIONS = 4;
 
 async function createOutput(): Promise<void> {
+  if (resuming) return;
   const admin = kafka.admin();
   await admin.connect();
   await admin.createTopics({ topics: [{ topic: output, numPartitions: PARTITIONS }], waitForLeaders: true });

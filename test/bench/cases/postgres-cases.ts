@@ -5,7 +5,6 @@
  * the sinks through a job, the raw `pg` client on the same bulk paths without the runtime, and
  * the naive exactly-once loop a user would write (a transaction per batch, a statement per row).
  */
-import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Readable } from "node:stream";
@@ -14,14 +13,14 @@ import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@ex
 import { postgresSink, type TableMapping } from "@exactly/postgres";
 import pg from "pg";
 import copyStreams from "pg-copy-streams";
-import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, pace, report, resuming, runId } from "../bench-protocol.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const url = process.env.EXACTLY_PG_URL as string;
-const table = `bench_${name.replace(/[^a-z0-9]+/g, "_")}_${randomUUID().slice(0, 8)}`;
+const table = `bench_${name.replace(/[^a-z0-9]+/g, "_")}_${runId(dir)}`;
 /** Upserts go over this many keys, so each key is written many times. */
 const KEYS = 100_000;
 const upsertRecord = (id: number) => ({ ...benchRecord(id), key: id % KEYS });
@@ -37,6 +36,7 @@ async function withClient<T>(use: (client: pg.Client) => Promise<T>): Promise<T>
 }
 
 async function createTable(upsert: boolean): Promise<void> {
+  if (resuming) return;
   await withClient((c) =>
     c.query(
       `CREATE TABLE "${table}" (id bigint NOT NULL, key integer NOT NULL${upsert ? " PRIMARY KEY" : ""}, payload text)`,
@@ -71,16 +71,18 @@ async function framework(
     checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
     logger: silentLogger,
   });
-  job.fromSource(new GeneratorSource({ count: records, generate: upsert ? upsertRecord : benchRecord })).sinkTo(
-    postgresSink<BenchRecord>({
-      connection: url,
-      guarantee,
-      exactlyOnce,
-      name: `bench-${randomUUID().slice(0, 8)}`,
-      table: mapping(upsert),
-    }),
-    { name: "pg-out" },
-  );
+  job
+    .fromSource(new GeneratorSource({ count: records, ...pace, generate: upsert ? upsertRecord : benchRecord }))
+    .sinkTo(
+      postgresSink<BenchRecord>({
+        connection: url,
+        guarantee,
+        exactlyOnce,
+        name: `bench-${runId(dir)}`,
+        table: mapping(upsert),
+      }),
+      { name: "pg-out" },
+    );
   await executeAndReport(job, records);
   await dropTable();
 }

@@ -6,20 +6,19 @@
  * same commands without the runtime, and the naive loop (one awaited command per record).
  * Upserts SET 100,000 keys, each many times; increments HINCRBY 100 fields of 1,000 hashes.
  */
-import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
 import { Redis } from "ioredis";
-import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const url = process.env.EXACTLY_REDIS_URL as string;
-const prefix = `bench:${name.replace(/[^a-z0-9]+/g, "-")}:${randomUUID().slice(0, 8)}:`;
+const prefix = `bench:${name.replace(/[^a-z0-9]+/g, "-")}:${runId(dir)}:`;
 /** Commands per raw pipeline, as the sinks send per flush. */
 const PIPELINE = 1000;
 
@@ -56,7 +55,9 @@ async function framework(sink: SinkFactory<BenchRecord>): Promise<void> {
     checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
     logger: silentLogger,
   });
-  job.fromSource(new GeneratorSource({ count: records, generate: benchRecord })).sinkTo(sink, { name: "redis-out" });
+  job
+    .fromSource(new GeneratorSource({ count: records, ...pace, generate: benchRecord }))
+    .sinkTo(sink, { name: "redis-out" });
   await executeAndReport(job, records);
   await cleanUp();
 }

@@ -7,7 +7,6 @@
  * and the raw SDK uploading the same bytes as one multipart upload with the sink's part size
  * and concurrency, without the runtime.
  */
-import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import {
@@ -25,7 +24,7 @@ import {
   silentLogger,
 } from "@exactly/core";
 import { S3CheckpointStorage, S3Prefix, s3FileSink } from "@exactly/file/s3";
-import { benchRecord, executeAndReport, report } from "../bench-protocol.ts";
+import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -39,7 +38,7 @@ const connection = {
   },
 };
 const bucket = "exactly-bench";
-const prefix = `bench/${name.replace(/[^a-z0-9]+/g, "-")}-${randomUUID().slice(0, 8)}`;
+const prefix = `bench/${name.replace(/[^a-z0-9]+/g, "-")}-${runId(dir)}`;
 /** The sink's defaults, which the raw case uses too. */
 const PART_BYTES = 8 * 1024 * 1024;
 const CONCURRENCY = 4;
@@ -83,7 +82,7 @@ async function framework(guarantee: DeliveryGuarantee, checkpoints: "disk" | "s3
     checkpoint: { storage, intervalMs: 1000 },
     logger: silentLogger,
   });
-  job.fromSource(new GeneratorSource({ count: records, generate: (id) => id })).sinkTo(
+  job.fromSource(new GeneratorSource({ count: records, ...pace, generate: (id) => id })).sinkTo(
     () =>
       s3FileSink<number>({
         bucket,
