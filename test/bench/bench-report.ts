@@ -153,13 +153,16 @@ export function formatSuite(suite: SuiteSummary): string {
   ].join("\n");
 }
 
+/** Which baseline each ratio column is over, case by case. */
 function baselines(suite: SuiteSummary): string[] {
-  const raws = [...new Set(suite.cases.map((c) => c.raw).filter((r): r is string => r !== null))];
+  const byRaw = new Map<string, string[]>();
+  for (const c of suite.cases) {
+    if (c.raw === null || c.raw === c.case) continue;
+    byRaw.set(c.raw, [...(byRaw.get(c.raw) ?? []), c.case]);
+  }
   const naive = suite.cases.find((c) => c.naive !== null)?.naive;
-  return [
-    ...(raws.length ? [`× raw: over ${raws.join(" (appends), ")}${raws.length > 1 ? " (upserts)" : ""}`] : []),
-    ...(naive ? [`× naive: over ${naive}`] : []),
-  ];
+  const raws = [...byRaw].map(([raw, cases]) => `${raw} for ${cases.join(", ")}`);
+  return [...(raws.length ? [`× raw: over ${raws.join("; ")}`] : []), ...(naive ? [`× naive: over ${naive}`] : [])];
 }
 
 function markdown(results: BenchResults): string {
