@@ -1,7 +1,12 @@
 // The job's metrics in Prometheus format: what the exporter makes of the runtime's reports,
 // and /metrics scraped while `exactly demo --metrics-port P` runs.
 
+import { execFile } from "node:child_process";
+import { mkdtemp } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { runExactly } from "../../../test/support/run-cli.ts";
 import { PrometheusMetrics, serveMetrics } from "../src/metrics/prometheus-metrics.ts";
@@ -137,5 +142,37 @@ describe("Prometheus metrics", () => {
     expect(sample(page, "exactly_checkpoint_size_bytes")).toBeGreaterThan(0);
     expect(sample(page, "exactly_last_completed_checkpoint_timestamp_seconds")).toBeGreaterThan(0);
     expect(sample(page, "process_resident_memory_bytes", { job: "exactly-demo" })).toBeGreaterThan(0);
+  });
+
+  it("are served by a program of one's own, as the operating guide shows it", async () => {
+    const port = await freePort();
+    const dir = await mkdtemp(join(tmpdir(), "exactly-own-metrics-"));
+    const program = fileURLToPath(new URL("../../../docs/operating/own-metrics.ts", import.meta.url));
+    let ended = false;
+    const run = new Promise<void>((resolve, reject) => {
+      execFile(
+        process.execPath,
+        ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", program],
+        { cwd: dir, env: { ...process.env, METRICS_PORT: String(port) } },
+        (error, _stdout, stderr) => {
+          ended = true;
+          if (error) reject(new Error(`${error.message}: ${stderr.slice(-2000)}`));
+          else resolve();
+        },
+      );
+    });
+    let page = "";
+    while (!ended && !page) {
+      const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+        (response) => response.text(),
+        () => "", // not listening yet, or already gone
+      );
+      if ((sample(text, "exactly_checkpoints_total", { result: "completed" }) ?? 0) >= 1) page = text;
+      else await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await run;
+    expect(page, "no scrape showed a completed checkpoint before the program ended").not.toBe("");
+    expect(sample(page, "exactly_records_in_total", { job: "orders-to-files", stage: "files" })).toBeGreaterThan(0);
+    expect(sample(page, "process_resident_memory_bytes", { job: "orders-to-files" })).toBeGreaterThan(0);
   });
 });

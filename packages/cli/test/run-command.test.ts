@@ -8,14 +8,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
 import { describe, expect, it } from "vitest";
-import { SPLITS } from "./fixtures/run-job.ts";
 
 const cli = fileURLToPath(new URL("../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
-const jobModule = fileURLToPath(new URL("./fixtures/run-job.ts", import.meta.url));
+// The job module the operating guide shows.
+const jobModule = fileURLToPath(new URL("../../../docs/operating/job-module.ts", import.meta.url));
 
-function startRun(out: string, ...args: string[]) {
+/** `exactly run` in `dir`: the module writes ./out and ./checkpoints there. */
+function startRun(dir: string, ...args: string[]) {
   const child = spawn(process.execPath, ["--conditions=@exactly/source", cli, "run", ...args], {
-    env: { ...process.env, EXACTLY_RUN_OUT: out },
+    cwd: dir,
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -40,27 +41,30 @@ async function committedIds(out: string): Promise<number[]> {
 
 describe("exactly run", () => {
   it("stops on SIGTERM with a final checkpoint committed: the output is exactly what it read", async () => {
-    const out = await mkdtemp(join(tmpdir(), "exactly-run-"));
-    const run = startRun(out, jobModule, "--log-format", "json");
+    const dir = await mkdtemp(join(tmpdir(), "exactly-run-"));
+    const out = join(dir, "out");
+    const run = startRun(dir, jobModule, "--log-format", "json");
     // Running: a few checkpoints have committed files.
-    for (let i = 0; (await committedIds(out)).length < 2000; i++) {
+    for (let i = 0; (await committedIds(out).catch(() => [])).length < 2000; i++) {
       if (i > 600) throw new Error(`no committed output after 60 s: ${run.stderr().slice(-2000)}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     run.child.kill("SIGTERM");
     expect(await run.exited, run.stderr().slice(-2000)).toBe(0);
 
-    const restored = await new FileSystemCheckpointStorage(join(out, ".checkpoints")).loadLatest();
+    const restored = await new FileSystemCheckpointStorage(join(dir, "checkpoints")).loadLatest();
     expect(restored?.metadata.final, "the last checkpoint is the final one a stop takes").toBe(true);
-    // Every id the sources emitted up to the final checkpoint, once; none after it.
+    // Every id the sources emitted up to the final checkpoint, once; none after it. Split s
+    // of the generator emits s, s + splits, s + 2 × splits, …
+    const positions = [...(restored?.states ?? [])]
+      .filter(([key]) => key.startsWith("source:ids/"))
+      .flatMap(([, state]) => Object.entries(state as Record<string, number>));
     const expected: number[] = [];
-    for (const [key, state] of restored?.states ?? []) {
-      if (!key.startsWith("source:ids/")) continue;
-      for (const [split, next] of Object.entries(state as Record<string, number>)) {
-        for (let id = Number(split); id < next; id += SPLITS) expected.push(id);
-      }
+    for (const [split, next] of positions) {
+      for (let id = Number(split); id < next; id += positions.length) expected.push(id);
     }
     const ids = await committedIds(out);
+    expect(positions, "the four splits of the guide's source").toHaveLength(4);
     expect(ids.length).toBeGreaterThanOrEqual(2000);
     expect(ids.sort((a, b) => a - b)).toEqual(expected.sort((a, b) => a - b));
     // Nothing left in progress.
