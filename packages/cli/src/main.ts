@@ -91,7 +91,15 @@ export function buildProgram(): Command {
     .option("--seed <s>", "seed of the kill plan (reproduces it)", integer)
     .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
     .option("--parallelism <p>", "parallelism of every stage", integer, 2)
-    .option("--guarantee <g>", "exactly-once or at-least-once", "exactly-once")
+    .option(
+      "--guarantee <g>",
+      "exactly-once or at-least-once (default: exactly-once, or at-least-once with --checkpointing at-least-once)",
+    )
+    .option(
+      "--checkpointing <mode>",
+      "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
+      "exactly-once",
+    )
     .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
     .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres, redis or s3", "file")
     .option("--pg-url <url>", "Postgres connection string for --sink postgres (default: $EXACTLY_PG_URL)")
@@ -123,6 +131,7 @@ export function buildProgram(): Command {
           "out",
           "parallelism",
           "guarantee",
+          "checkpointing",
           "rate",
           "sink",
           "pgUrl",

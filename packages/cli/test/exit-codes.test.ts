@@ -40,4 +40,13 @@ describe("exactly's exit codes", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toContain(`--out: ${file} is a file, not a directory`);
   });
+
+  it("a guarantee that the checkpointing cannot keep exits 2 naming the setting", () => {
+    const run = exactly("demo", "--checkpointing", "at-least-once", "--guarantee", "exactly-once", "--records", "100");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("--checkpointing: at-least-once checkpointing cannot keep --guarantee exactly-once");
+    const bad = exactly("demo", "--checkpointing", "aligned", "--records", "100");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--checkpointing: must be exactly-once or at-least-once, got aligned");
+  });
 });

@@ -7,6 +7,7 @@ export type {
   RestoredCheckpoint,
   StoredTaskState,
 } from "./checkpoint/checkpoint-storage.ts";
+export type { CheckpointingMode } from "./checkpoint/checkpointing-mode.ts";
 export {
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,

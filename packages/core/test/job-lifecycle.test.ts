@@ -185,6 +185,31 @@ describe("job lifecycle", () => {
     expect((error as ConfigurationError).setting).toBe("sink name");
   });
 
+  it("I7: refuses an EXACTLY_ONCE sink in a job with at-least-once checkpointing, naming both settings", async () => {
+    const store = new MemoryStore();
+    const job = new StreamJob({
+      name: "unaligned",
+      checkpointing: "at-least-once",
+      checkpoint: { storage: await tempDir() },
+      logger: silentLogger,
+    });
+    job.fromSource(new ArraySource([1, 2, 3])).sinkTo(() => new MemorySink<number>(store), { name: "mem" });
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("checkpointing");
+    expect((error as Error).message).toContain("sink mem has guarantee EXACTLY_ONCE");
+    expect(store.log).toEqual([]); // refused before the sink opened
+
+    const bad = (() => {
+      try {
+        return new StreamJob({ name: "x", checkpointing: "aligned" as never, checkpoint: { storage: "/nonexistent" } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect((bad as ConfigurationError).setting).toBe("checkpointing");
+  });
+
   it("reads newline-delimited files with byte offsets as positions, and resumes from them", async () => {
     const dir = await tempDir();
     await writeFile(join(dir, "a.txt"), "one\ntwo\nthree\n");

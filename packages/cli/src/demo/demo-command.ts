@@ -1,9 +1,9 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
-import { DeliveryGuarantee } from "@exactly/core";
+import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
-import { CHECKPOINT_DIR, type DemoJobConfig, parseGuarantee } from "./demo-job.ts";
+import { CHECKPOINT_DIR, type DemoJobConfig, parseCheckpointing, parseGuarantee } from "./demo-job.ts";
 import { type DemoIdentity, prepareOut, previousDemo } from "./demo-out.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
@@ -18,7 +18,13 @@ export interface DemoOptions {
   readonly seed: number;
   readonly out?: string;
   readonly parallelism: number;
-  readonly guarantee: string;
+  /** "exactly-once" or "at-least-once"; default: what `checkpointing` can keep. */
+  readonly guarantee?: string;
+  /**
+   * Barrier alignment of the job, "exactly-once" (default) or "at-least-once": unaligned,
+   * the keyed stage's sequence numbers go wrong after a crash (with parallelism ≥ 2).
+   */
+  readonly checkpointing?: string;
   /** Records per second; 0 for unlimited; undefined for the default (see `defaultRate`). */
   readonly rate?: number;
   readonly json: boolean;
@@ -44,6 +50,7 @@ export interface DemoOptions {
 export interface DemoSummary extends OutputCheck {
   readonly records: number;
   readonly guarantee: string;
+  readonly checkpointing: CheckpointingMode;
   readonly seed: number;
   readonly kills: number;
   readonly recoveries: number;
@@ -144,7 +151,17 @@ export function defaultRate(records: number, kills: number): number | undefined 
  * duplicated records.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
-  const guarantee = parseGuarantee(options.guarantee);
+  const checkpointing = parseCheckpointing(options.checkpointing ?? "exactly-once");
+  // Unaligned checkpoints cannot back an exactly-once sink (the job would refuse it): the
+  // demo's sink follows the checkpointing unless a guarantee is asked for.
+  const guaranteeName = options.guarantee ?? (checkpointing === "at-least-once" ? "at-least-once" : "exactly-once");
+  const guarantee = parseGuarantee(guaranteeName);
+  if (checkpointing === "at-least-once" && guarantee === DeliveryGuarantee.EXACTLY_ONCE) {
+    throw new ConfigurationError(
+      "--checkpointing",
+      "at-least-once checkpointing cannot keep --guarantee exactly-once: drop --guarantee, or checkpoint exactly-once",
+    );
+  }
   for (const [name, value, min] of [
     ["--records", options.records, 1],
     ["--kills", options.kills, 0],
@@ -164,6 +181,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     records: options.records,
     parallelism: options.parallelism,
     guarantee,
+    ...(checkpointing === "at-least-once" ? { checkpointing } : {}),
     keys,
     sink,
     ...(postgres ? { table: postgres.table, pgSink: postgres.exactlyOnce } : {}),
@@ -186,6 +204,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     out,
     parallelism: options.parallelism,
     guarantee,
+    checkpointing,
     checkpointIntervalMs: CHECKPOINT_INTERVAL_MS,
     keys,
     ratePerSecond: options.rate === undefined ? defaultRate(options.records, options.kills) : options.rate || undefined,
@@ -297,7 +316,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     // Only an exactly-once demo has a choice of sink class.
     ...(postgres && guarantee === DeliveryGuarantee.EXACTLY_ONCE ? { pgSink: postgres.exactlyOnce } : {}),
     records: options.records,
-    guarantee: options.guarantee,
+    guarantee: guaranteeName,
+    checkpointing,
     seed: options.seed,
     resumed,
     resumedFromCheckpoint: resumedFrom ?? null,
@@ -323,6 +343,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
 export function formatSummary(s: DemoSummary): string {
   const rows: Array<[string, string]> = [
     ["guarantee", s.guarantee],
+    ["checkpointing", s.checkpointing],
     ["records in", String(s.records)],
     ["committed", String(s.committed)],
     ["lost", String(s.lost)],

@@ -1,6 +1,8 @@
 import { join } from "node:path";
 import {
+  type CheckpointingMode,
   type CheckpointStorage,
+  ConfigurationError,
   DeliveryGuarantee,
   GeneratorSource,
   type JobClient,
@@ -28,6 +30,8 @@ export interface DemoJobConfig {
   readonly out: string;
   readonly parallelism: number;
   readonly guarantee: DeliveryGuarantee;
+  /** Barrier alignment; default "exactly-once". */
+  readonly checkpointing?: CheckpointingMode;
   readonly checkpointIntervalMs: number;
   readonly keys: number;
   /** Records per second over the whole job; undefined for as fast as possible. */
@@ -106,6 +110,7 @@ export function startDemoJob(
     name: DEMO_JOB_NAME,
     ...(metrics ? { metrics } : {}),
     parallelism: config.parallelism,
+    ...(config.checkpointing ? { checkpointing: config.checkpointing } : {}),
     // The default restart strategy: outages of the sink's server are ridden through.
     checkpoint: { storage: storage ?? join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },
     logger,
@@ -133,6 +138,11 @@ export function startDemoJob(
     });
   for (const [name, sink] of Object.entries(sinks)) numbered.sinkTo(sink, { name });
   return job.start(events);
+}
+
+export function parseCheckpointing(value: string): CheckpointingMode {
+  if (value === "exactly-once" || value === "at-least-once") return value;
+  throw new ConfigurationError("--checkpointing", `must be exactly-once or at-least-once, got ${value}`);
 }
 
 export function parseGuarantee(value: string): DeliveryGuarantee {

@@ -19,6 +19,8 @@ export interface DemoIdentity {
   readonly records: number;
   readonly parallelism: number;
   readonly guarantee: string;
+  /** Present only when not the default, "exactly-once". */
+  readonly checkpointing?: string;
   readonly keys: number;
   readonly sink: string;
   readonly table?: string;

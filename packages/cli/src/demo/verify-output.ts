@@ -11,7 +11,11 @@ export interface OutputCheck {
   readonly duplicated: number;
   /** Lines that are not a record of this run (unparsable, or an id never produced). */
   readonly phantom: number;
-  /** Keys whose `seq` values are not exactly 1…n (keyed state replayed wrongly). */
+  /**
+   * Keys whose `seq` values are not exactly 1…n, or where two copies of one record carry
+   * different `seq` values: keyed state that counted a record twice (restored from an
+   * unaligned checkpoint). A replay from an aligned checkpoint numbers a record the same again.
+   */
   readonly keysWithBadSequence: number;
   readonly files: number;
 }
@@ -32,14 +36,15 @@ export async function* visibleFiles(dir: string): AsyncGenerator<string> {
  */
 export class RecordTally {
   private readonly records: number;
-  private readonly seen: Uint8Array;
-  private readonly perKey = new Map<number, { count: number; max: number; sum: number }>();
+  /** Per id: 0 unseen, else the `seq` its first copy carried (−1 when it had none). */
+  private readonly seqOf: Int32Array;
+  private readonly perKey = new Map<number, { count: number; max: number; sum: number; renumbered: boolean }>();
   private duplicated = 0;
   private phantom = 0;
 
   constructor(records: number) {
     this.records = records;
-    this.seen = new Uint8Array(records);
+    this.seqOf = new Int32Array(records);
   }
 
   add(record: { id?: unknown; key?: unknown; seq?: unknown } | undefined): void {
@@ -48,13 +53,19 @@ export class RecordTally {
       this.phantom++;
       return;
     }
-    if (this.seen[id] === 1) {
+    const numbered = typeof key === "number" && typeof seq === "number";
+    const first = this.seqOf[id] as number;
+    if (first !== 0) {
       this.duplicated++;
+      if (numbered && first !== seq) {
+        const stats = this.perKey.get(key);
+        if (stats) stats.renumbered = true;
+      }
       return;
     }
-    this.seen[id] = 1;
-    if (typeof key === "number" && typeof seq === "number") {
-      const stats = this.perKey.get(key) ?? { count: 0, max: 0, sum: 0 };
+    this.seqOf[id] = numbered ? seq : -1;
+    if (numbered) {
+      const stats = this.perKey.get(key) ?? { count: 0, max: 0, sum: 0, renumbered: false };
       stats.count++;
       stats.max = Math.max(stats.max, seq);
       stats.sum += seq;
@@ -64,10 +75,10 @@ export class RecordTally {
 
   result(files: number): OutputCheck {
     let committed = 0;
-    for (let i = 0; i < this.records; i++) committed += this.seen[i] as number;
+    for (let i = 0; i < this.records; i++) if (this.seqOf[i] !== 0) committed++;
     let keysWithBadSequence = 0;
-    for (const { count, max, sum } of this.perKey.values()) {
-      if (count !== max || sum !== (max * (max + 1)) / 2) keysWithBadSequence++;
+    for (const { count, max, sum, renumbered } of this.perKey.values()) {
+      if (renumbered || count !== max || sum !== (max * (max + 1)) / 2) keysWithBadSequence++;
     }
     return {
       committed,

@@ -1,4 +1,5 @@
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import { type CheckpointingMode, requireCheckpointingMode } from "../checkpoint/checkpointing-mode.ts";
 import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint-storage.ts";
 import { ConfigurationError, RecordProcessingError, requirePositiveInteger } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
@@ -37,6 +38,12 @@ export interface StreamJobOptions {
   /** Number of key groups; fixed for the life of the job's state. Default 128. */
   readonly maxParallelism?: number;
   readonly checkpoint: CheckpointOptions;
+  /**
+   * Barrier alignment: "exactly-once" (default) or "at-least-once" (no alignment, lower
+   * latency under skew; keyed state may count records twice after a restore, and a sink
+   * with the EXACTLY_ONCE guarantee refuses to start). See {@link CheckpointingMode}.
+   */
+  readonly checkpointing?: CheckpointingMode;
   readonly restart?: RestartStrategy;
   /** Records a source polls at once: the batch size on every channel. Default 1024. */
   readonly batchSize?: number;
@@ -79,6 +86,7 @@ export class StreamJob {
     requirePositiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
     if ((options.checkpoint.minPauseMs ?? 0) < 0)
       throw new ConfigurationError("checkpoint.minPauseMs", "must not be negative");
+    requireCheckpointingMode(options.checkpointing ?? "exactly-once");
   }
 
   private get defaultParallelism(): number {
@@ -166,6 +174,7 @@ export class StreamJob {
           timeoutMs: cp.timeoutMs ?? 60_000,
           minPauseMs: cp.minPauseMs ?? 0,
         },
+        checkpointing: this.options.checkpointing ?? "exactly-once",
         batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
         channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
         restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,

@@ -1,4 +1,5 @@
 import type { CheckpointStorage, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
+import type { CheckpointingMode } from "../checkpoint/checkpointing-mode.ts";
 import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { Collector, KeyedOperator } from "../operators/operator.ts";
 import type { Batch, StreamElement } from "../records.ts";
@@ -169,11 +170,19 @@ interface InputTaskInit {
   gate: InputGate<Element>;
   labels: TaskLabels;
   metrics: JobMetrics;
+  /** The job's checkpointing mode: aligned barriers ("exactly-once") or none ("at-least-once"). */
+  checkpointing: CheckpointingMode;
 }
 
 /**
- * The input side shared by operators and sinks: reads the gate, aligns barriers (an input
- * that delivered barrier n is blocked until all have), tracks watermarks per input.
+ * The input side shared by operators and sinks: reads the gate, handles barriers as the
+ * checkpointing mode says, tracks watermarks per input.
+ *
+ * "exactly-once" aligns: an input that delivered barrier n is blocked until all have, so the
+ * snapshot of n holds exactly the records before n on every input. "at-least-once" does not
+ * block: an input that delivered n is read on, and the snapshot is taken once n has come on
+ * every input, so it may hold records after n from the faster inputs; they are replayed after
+ * a restore from n and counted twice (Flink's CheckpointingMode.AT_LEAST_ONCE).
  */
 abstract class InputTask implements TaskBase {
   readonly key: string;
@@ -182,8 +191,11 @@ abstract class InputTask implements TaskBase {
   readonly labels: TaskLabels;
   protected readonly metrics: JobMetrics;
   private readonly gate: InputGate<Element>;
+  private readonly aligned: boolean;
   private aligning: number | undefined;
   private barriersSeen = 0;
+  /** Unaligned mode: for each checkpoint under way, the inputs that delivered its barrier. */
+  private readonly arrived = new Map<number, Set<number>>();
   private readonly ended: boolean[];
   private endedCount = 0;
   private readonly inputWatermarks: number[];
@@ -196,6 +208,7 @@ abstract class InputTask implements TaskBase {
     this.labels = init.labels;
     this.metrics = init.metrics;
     this.gate = init.gate;
+    this.aligned = init.checkpointing === "exactly-once";
     this.ended = new Array(init.gate.inputCount).fill(false);
     this.inputWatermarks = new Array(init.gate.inputCount).fill(Number.NEGATIVE_INFINITY);
   }
@@ -215,7 +228,8 @@ abstract class InputTask implements TaskBase {
           await this.onBatch(element.batch);
           break;
         case "barrier":
-          await this.onBarrier(input, element.checkpointId);
+          if (this.aligned) await this.onBarrier(input, element.checkpointId);
+          else await this.onUnalignedBarrier(input, element.checkpointId);
           break;
         case "watermark":
           await this.onInputWatermark(input, element.timestamp);
@@ -245,6 +259,25 @@ abstract class InputTask implements TaskBase {
     await this.onCheckpoint(checkpointId);
     this.gate.unblockAll();
     for (let i = 0; i < this.ended.length; i++) if (this.ended[i]) this.gate.block(i);
+  }
+
+  /**
+   * A barrier in at-least-once mode: nothing is blocked. Each input's channel is FIFO, so
+   * checkpoint n has come on every input before n + 1 has, and snapshots stay in id order.
+   * (An input ends only after its source's final checkpoint, so an ended input has delivered
+   * every barrier there will be.)
+   */
+  private async onUnalignedBarrier(input: number, checkpointId: number): Promise<void> {
+    const arrived = this.arrived.get(checkpointId) ?? new Set<number>();
+    arrived.add(input);
+    for (let i = 0; i < this.ended.length; i++) {
+      if (!arrived.has(i) && !this.ended[i]) {
+        this.arrived.set(checkpointId, arrived);
+        return;
+      }
+    }
+    this.arrived.delete(checkpointId);
+    await this.onCheckpoint(checkpointId);
   }
 
   private async onInputWatermark(input: number, timestamp: number): Promise<void> {
