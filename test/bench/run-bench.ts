@@ -107,6 +107,16 @@ interface Suite {
 
 const suites: Suite[] = [
   {
+    // Not a connector: what a batch costs to cross between worker threads (the multicore issue).
+    connector: "exchange (worker threads)",
+    script: fileURLToPath(new URL("./cases/exchange-cases.ts", import.meta.url)),
+    cases: ["same thread", "json", "structured", "postMessage clone"],
+    raw: "same thread",
+    exactlyOnce: [],
+    paced: false,
+    sizes: [records],
+  },
+  {
     connector: "file (local disk)",
     script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
     cases: ["exactly-once", "at-least-once", "raw", "naive"],

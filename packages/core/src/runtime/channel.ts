@@ -11,6 +11,8 @@ export class Channel<E> {
   private cancelled: unknown;
   /** Set by the consuming gate: called when an element arrives. */
   onData: (() => void) | undefined;
+  /** Set by a channel fed from another thread: called when the consumer takes an element. */
+  onTaken: (() => void) | undefined;
 
   readonly capacity: number;
 
@@ -32,7 +34,9 @@ export class Channel<E> {
 
   poll(): E | undefined {
     const element = this.queue.shift();
-    if (element !== undefined && this.queue.length < this.capacity) this.spaceWaiters.shift()?.resolve();
+    if (element === undefined) return undefined;
+    if (this.queue.length < this.capacity) this.spaceWaiters.shift()?.resolve();
+    this.onTaken?.();
     return element;
   }
 
