@@ -4,12 +4,12 @@
  * raw-client baseline and to the naive exactly-once loop. Benchmarks are not tests: nothing
  * here asserts.
  *
- *   pnpm bench [--quick] [--only file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
+ *   pnpm bench [--quick] [--only exchange|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
  *              [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
  *              [--redis-naive-records N] [--s3-mib N] [--no-recovery]
  *   pnpm bench --soak SECONDS [--rate N] [--out DIR]
  *
- * --quick runs every connector on small counts (a couple of minutes for all). A list of
+ * --quick runs every suite on small counts (a couple of minutes for all). A list of
  * record counts runs the suite once per count. With --rounds R every case runs R times, the
  * cases taking turns, so that a slow moment of the machine does not fall on one case only;
  * the table gives medians and ranges. Each exactly-once case is also run once more, SIGKILLed
