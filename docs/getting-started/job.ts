@@ -1,8 +1,7 @@
 // job.ts: 100,000 generated orders, written exactly once as JSON-line part files in ./out,
 // checkpointed to ./checkpoints every second. `exactly run job.ts` runs it.
 
-import type { JobRuntime } from "@exactly/cli";
-import { GeneratorSource, StreamJob } from "@exactly/core";
+import { GeneratorSource, type JobRuntime, StreamJob } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
 
 interface Order {

@@ -2,8 +2,7 @@
 // packages/cli/test/run-command.test.ts runs this file, stops it with SIGTERM and checks that
 // the output is exactly what the final checkpoint read.
 // #region job-module
-import type { JobRuntime } from "@exactly/cli";
-import { GeneratorSource, StreamJob } from "@exactly/core";
+import { GeneratorSource, type JobRuntime, StreamJob } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
 
 export default function buildJob({ logger, metrics }: JobRuntime): StreamJob {

@@ -35,6 +35,14 @@ export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } f
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
 export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
+export {
+  type JobModule,
+  type JobOrigin,
+  type JobRuntime,
+  type LoadJobOptions,
+  loadJob,
+  originOf,
+} from "./runtime/job-module.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
 export type { Key } from "./runtime/key-groups.ts";
 export {

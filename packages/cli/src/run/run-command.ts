@@ -5,26 +5,13 @@
  * recovers from the latest checkpoint.
  */
 import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
-import { ConfigurationError, consoleLogger, type JobMetrics, type Logger, noMetrics, StreamJob } from "@exactly/core";
+import { ConfigurationError, consoleLogger, type Logger, loadJob, noMetrics } from "@exactly/core";
 import { SingleBar } from "cli-progress";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
 import { jsonLogger } from "./json-logger.ts";
 
-/** What `exactly run` hands the job module: the job must pass both to its StreamJob. */
-export interface JobRuntime {
-  readonly logger: Logger;
-  readonly metrics: JobMetrics;
-}
-
-/**
- * The export `exactly run` calls: builds the job (sources, stages, sinks) without starting
- * it, passing `runtime.logger` and `runtime.metrics` into `StreamJobOptions`.
- */
-export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
-
 export interface RunOptions {
-  /** The module's export holding the {@link JobModule}. Default `default`. */
+  /** The module's export holding the job's `JobModule`. Default `default`. */
   readonly export?: string;
   readonly metricsPort?: number;
   readonly logFormat?: "text" | "json";
@@ -34,16 +21,16 @@ export interface RunOptions {
 export async function runJobCommand(module: string, options: RunOptions): Promise<number> {
   const logger = options.logFormat === "json" ? jsonLogger(process.stderr) : consoleLogger;
   const exportName = options.export ?? "default";
-  const loaded = (await import(pathToFileURL(resolve(module)).href)) as Record<string, unknown>;
-  const build = loaded[exportName];
-  if (typeof build !== "function") {
-    throw new ConfigurationError("--export", `${module} has no function export named ${exportName}`);
-  }
   const prometheus = options.metricsPort === undefined ? undefined : new PrometheusMetrics(exportName);
-  const job = await (build as JobModule)({ logger, metrics: prometheus ?? noMetrics });
-  if (!(job instanceof StreamJob)) {
-    throw new ConfigurationError("--export", `${module}'s ${exportName} must return a StreamJob`);
-  }
+  const job = await loadJob(resolve(module), {
+    export: exportName,
+    runtime: { logger, metrics: prometheus ?? noMetrics },
+  }).catch((error: unknown) => {
+    // The command's flag is the setting the user knows.
+    throw error instanceof ConfigurationError && error.setting === "export"
+      ? new ConfigurationError("--export", error.message.replace(/^export: /, ""))
+      : error;
+  });
   if (prometheus && options.metricsPort !== undefined) {
     prometheus.setJobName(job.options.name);
     const endpoint = await serveMetrics(prometheus, options.metricsPort);

@@ -1,0 +1,39 @@
+// A job defined in a module: loadJob builds it from the module's export and remembers where
+// it came from (what a worker thread will import again); wrong exports are named.
+import { describe, expect, it } from "vitest";
+import { ConfigurationError, loadJob, originOf, StreamJob, silentLogger } from "../src/index.ts";
+import { store } from "./fixtures/job-modules.ts";
+
+const fixture = new URL("./fixtures/job-modules.ts", import.meta.url);
+
+describe("a job module", () => {
+  it("builds the job from its default export with the runtime given, and the job runs", async () => {
+    const job = await loadJob(fixture, { runtime: { logger: silentLogger } });
+    expect(job.options.name).toBe("ids");
+    expect(job.options.logger).toBe(silentLogger);
+    expect(originOf(job)).toEqual({ url: fixture.href, export: "default" });
+    await job.execute();
+    expect(store.committed.map((r) => (r as { id: number }).id).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 1000 }, (_, i) => i),
+    );
+  });
+
+  it("takes a path relative to the working directory as well as a URL", async () => {
+    const job = await loadJob("packages/core/test/fixtures/job-modules.ts", { runtime: { logger: silentLogger } });
+    expect(originOf(job)?.url).toBe(fixture.href);
+  });
+
+  it("has no origin when the job was built inline", () => {
+    const job = new StreamJob({ name: "inline", checkpoint: { storage: "/tmp/unused" } });
+    expect(originOf(job)).toBeUndefined();
+  });
+
+  it("names the export setting when the export is missing, not a function, or returns no StreamJob", async () => {
+    for (const name of ["nothing", "notAFunction", "notAJob"]) {
+      const error = await loadJob(fixture, { export: name }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).setting).toBe("export");
+      expect((error as Error).message).toContain(name);
+    }
+  });
+});
