@@ -1,8 +1,9 @@
 // A job defined in a module: loadJob builds it from the module's export and remembers where
 // it came from (what a worker thread will import again); wrong exports are named.
 import { describe, expect, it } from "vitest";
-import { ConfigurationError, loadJob, originOf, StreamJob, silentLogger } from "../src/index.ts";
+import { ConfigurationError, GeneratorSource, loadJob, originOf, StreamJob, silentLogger } from "../src/index.ts";
 import { store } from "./fixtures/job-modules.ts";
+import { MemorySink } from "./helpers.ts";
 
 const fixture = new URL("./fixtures/job-modules.ts", import.meta.url);
 
@@ -11,7 +12,7 @@ describe("a job module", () => {
     const job = await loadJob(fixture, { runtime: { logger: silentLogger } });
     expect(job.options.name).toBe("ids");
     expect(job.options.logger).toBe(silentLogger);
-    expect(originOf(job)).toEqual({ url: fixture.href, export: "default" });
+    expect(originOf(job)).toEqual({ url: fixture.href, export: "default", params: {} });
     await job.execute();
     expect(store.committed.map((r) => (r as { id: number }).id).sort((a, b) => a - b)).toEqual(
       Array.from({ length: 1000 }, (_, i) => i),
@@ -35,5 +36,30 @@ describe("a job module", () => {
       expect((error as ConfigurationError).setting).toBe("export");
       expect((error as Error).message).toContain(name);
     }
+  });
+
+  it("refuses worker threads for a job built inline, naming workers and the fix", () => {
+    const job = new StreamJob({ name: "inline", parallelism: 2, workers: 2, checkpoint: { storage: "/tmp/unused" } });
+    job.fromSource(new GeneratorSource({ count: 10, generate: (id) => ({ id }) })).sinkTo(() => new MemorySink(store), {
+      name: "memory",
+    });
+    const error = (() => {
+      try {
+        job.start();
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("workers");
+    expect((error as Error).message).toContain("loadJob");
+  });
+
+  it("refuses a module that builds a different job in a worker thread than in the main thread", async () => {
+    const job = await loadJob(fixture, { export: "unstable", runtime: { logger: silentLogger } });
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("workers");
+    expect((error as Error).message).toContain("built a different job in worker");
   });
 });

@@ -1,11 +1,19 @@
 import { CancelledError } from "../errors.ts";
 
+/** Where a producing subtask pushes: a local Channel, or the sending half of a thread channel. */
+export interface OutputChannel {
+  /** Takes the element; returns a promise only when the producer must wait for room. */
+  push(element: unknown): Promise<void> | undefined;
+  /** Releases a blocked producer with an error; used when the job is torn down. */
+  cancel(reason?: unknown): void;
+}
+
 /**
  * A bounded single-producer queue between two subtasks. `push` returns a promise only when
  * the queue is full, so a producer pays for backpressure only when there is some.
  * Elements are batches or control events, never single records.
  */
-export class Channel<E> {
+export class Channel<E> implements OutputChannel {
   private readonly queue: E[] = [];
   private readonly spaceWaiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
   private cancelled: unknown;

@@ -9,12 +9,18 @@ import { pathToFileURL } from "node:url";
 import { ConfigurationError } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
 import { type JobMetrics, noMetrics } from "../metrics.ts";
+import { rememberOrigin } from "./job-module-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 
 /** What the runtime hands a job module: the job passes both into its `StreamJobOptions`. */
 export interface JobRuntime {
   readonly logger: Logger;
   readonly metrics: JobMetrics;
+  /**
+   * The settings the job was loaded with ({@link LoadJobOptions.params}): the same in every
+   * thread that builds the job. Empty when none were given.
+   */
+  readonly params: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -24,26 +30,18 @@ export interface JobRuntime {
  */
 export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
 
-/** Where a loaded job came from: enough for another thread to build it again. */
-export interface JobOrigin {
-  /** The module's file URL. */
-  readonly url: string;
-  /** The export that built the job. */
-  readonly export: string;
-}
-
-const origins = new WeakMap<StreamJob, JobOrigin>();
-
-/** The module a job was loaded from by {@link loadJob}; undefined for a job built inline. */
-export function originOf(job: StreamJob): JobOrigin | undefined {
-  return origins.get(job);
-}
+export { type JobOrigin, originOf } from "./job-module-origin.ts";
 
 export interface LoadJobOptions {
   /** The export holding the {@link JobModule}. Default `default`. */
   readonly export?: string;
   /** Default: the console logger and no metrics. */
-  readonly runtime?: Partial<JobRuntime>;
+  readonly runtime?: Partial<Omit<JobRuntime, "params">>;
+  /**
+   * Settings handed to the export as `runtime.params`, and to every worker thread that builds
+   * the job again: plain data (what structured clone keeps), no functions or clients.
+   */
+  readonly params?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -62,11 +60,12 @@ export async function loadJob(module: string | URL, options: LoadJobOptions = {}
   const runtime: JobRuntime = {
     logger: options.runtime?.logger ?? consoleLogger,
     metrics: options.runtime?.metrics ?? noMetrics,
+    params: options.params ?? {},
   };
   const job: unknown = await (build as JobModule)(runtime);
   if (!(job instanceof StreamJob)) {
     throw new ConfigurationError("export", `${module}'s ${exportName} must return a StreamJob`);
   }
-  origins.set(job, { url, export: exportName });
+  rememberOrigin(job, { url, export: exportName, params: runtime.params });
   return job;
 }

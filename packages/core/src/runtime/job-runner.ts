@@ -1,9 +1,8 @@
-import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
 import { CancelledError, ConfigurationError, describe, JobFailedError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import { sleep } from "../sinks/retry.ts";
-import { type ExecutionListener, type ExecutionOptions, JobExecution } from "./execution.ts";
-import type { JobGraph } from "./job-graph.ts";
+import type { Execution, ExecutionListener, ExecutionOptions } from "./execution-options.ts";
 import { classifyFailure, type FailureKind, RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
 
 export interface JobEvents extends ExecutionListener {
@@ -34,18 +33,25 @@ export interface JobClient {
   stop(): Promise<JobResult>;
   cancel(): void;
   /** The execution of the current attempt (for metrics and tests). */
-  readonly execution: JobExecution | undefined;
+  readonly execution: Execution | undefined;
+}
+
+/** How the runner makes each attempt: on one event loop, or on worker threads. */
+export interface ExecutionPlan {
+  /** The job's key groups; a checkpoint taken with another count cannot be restored. */
+  readonly maxParallelism: number;
+  create(options: ExecutionOptions, restored: RestoredCheckpoint | undefined): Execution;
 }
 
 export function startJob(
-  graph: JobGraph,
+  plan: ExecutionPlan,
   base: Omit<ExecutionOptions, "listener">,
   restart: RestartStrategy,
   events: JobEvents,
   logger: Logger,
   storage: CheckpointStorage,
 ): JobClient {
-  let current: JobExecution | undefined;
+  let current: Execution | undefined;
   let stopRequested = false;
   let cancelled = false;
 
@@ -57,15 +63,15 @@ export function startJob(
     let firstRestored: number | undefined;
     for (let attempt = 1; ; attempt++) {
       const startedAt = Date.now();
-      let execution: JobExecution | undefined;
+      let execution: Execution | undefined;
       try {
         // Inside the attempt: checkpoint storage that is unreachable for a while (S3 restarting)
         // fails this attempt and is retried with the others, rather than ending the job.
         const restored = await storage.loadLatest();
-        if (restored && restored.metadata.maxParallelism !== graph.maxParallelism) {
+        if (restored && restored.metadata.maxParallelism !== plan.maxParallelism) {
           throw new ConfigurationError(
             "maxParallelism",
-            `checkpoint ${restored.metadata.checkpointId} was taken with maxParallelism ${restored.metadata.maxParallelism}, the job now has ${graph.maxParallelism}; keyed state cannot be restored`,
+            `checkpoint ${restored.metadata.checkpointId} was taken with maxParallelism ${restored.metadata.maxParallelism}, the job now has ${plan.maxParallelism}; keyed state cannot be restored`,
           );
         }
         if (attempt === 1) {
@@ -77,7 +83,7 @@ export function startJob(
             });
           }
         }
-        execution = new JobExecution(graph, { ...base, listener: events }, restored);
+        execution = plan.create({ ...base, listener: events }, restored);
         current = execution;
         if (stopRequested) execution.requestStop();
         events.onStart?.({ attempt, restoredCheckpointId: restored?.metadata.checkpointId });
@@ -93,7 +99,7 @@ export function startJob(
           ...(execution?.transientClassifiers() ?? []),
           ...(storage.isTransient ? [storage.isTransient.bind(storage)] : []),
         ];
-        const kind = classifyFailure(error, hints, restart.classify);
+        const kind = execution?.failureKindOf?.(error) ?? classifyFailure(error, hints, restart.classify);
         const decision = backoff.onFailure(kind);
         if (!decision.restart) throw new JobFailedError(attempt, error, decision.reason);
         logger.warn(`job failed (${kind}), restarting from the latest checkpoint in ${decision.delayMs} ms`, {

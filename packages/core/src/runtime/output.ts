@@ -1,6 +1,6 @@
 import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { Batch, StreamElement } from "../records.ts";
-import type { Channel } from "./channel.ts";
+import type { OutputChannel } from "./channel.ts";
 import type { Edge } from "./job-graph.ts";
 import { keyGroupOf, subtaskForKeyGroup } from "./key-groups.ts";
 
@@ -9,7 +9,7 @@ type Element = StreamElement<unknown>;
 /** One outgoing edge of a subtask: its chain of stateless steps, then partitioning. */
 class EdgeOutput {
   private readonly edge: Edge;
-  private readonly channels: readonly Channel<Element>[];
+  private readonly channels: readonly OutputChannel[];
   private readonly ownIndex: number;
   private readonly maxParallelism: number;
   private readonly waited: (seconds: number) => void;
@@ -17,7 +17,7 @@ class EdgeOutput {
 
   constructor(
     edge: Edge,
-    channels: readonly Channel<Element>[],
+    channels: readonly OutputChannel[],
     ownIndex: number,
     maxParallelism: number,
     waited: (seconds: number) => void,
@@ -30,7 +30,7 @@ class EdgeOutput {
   }
 
   /** Pushes one element; only a full channel costs a promise and a clock read (backpressure). */
-  private push(channel: Channel<Element> | undefined, element: Element): Promise<void> | undefined {
+  private push(channel: OutputChannel | undefined, element: Element): Promise<void> | undefined {
     const wait = channel?.push(element);
     if (wait === undefined) return undefined;
     const start = performance.now();
@@ -95,7 +95,7 @@ export class TaskOutput {
   private readonly labels: TaskLabels;
 
   constructor(
-    edges: ReadonlyArray<{ edge: Edge; channels: readonly Channel<Element>[] }>,
+    edges: ReadonlyArray<{ edge: Edge; channels: readonly OutputChannel[] }>,
     labels: TaskLabels,
     maxParallelism: number,
     metrics: JobMetrics,

@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { type CheckpointingMode, requireCheckpointingMode } from "../checkpoint/checkpointing-mode.ts";
 import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint-storage.ts";
@@ -15,10 +16,16 @@ import {
 import type { Batch, RecordPosition } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
+import type { RecordCodec } from "./exchange/record-codec.ts";
+import { JobExecution } from "./execution.ts";
+import type { ExecutionOptions } from "./execution-options.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
-import { type JobClient, type JobEvents, type JobResult, startJob } from "./job-runner.ts";
+import { type JobOrigin, originOf } from "./job-module-origin.ts";
+import { type ExecutionPlan, type JobClient, type JobEvents, type JobResult, startJob } from "./job-runner.ts";
 import type { Key } from "./key-groups.ts";
 import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "./restart-strategy.ts";
+import { jobShape, workerCount } from "./threads/placement.ts";
+import { ThreadedExecution } from "./threads/threaded-execution.ts";
 
 export interface CheckpointOptions {
   /** Where checkpoints go: a directory (FileSystemCheckpointStorage) or a storage. */
@@ -52,12 +59,27 @@ export interface StreamJobOptions {
   readonly logger?: Logger;
   /** Where the runtime reports records, checkpoints, commits and restarts (default: nowhere). */
   readonly metrics?: JobMetrics;
+  /**
+   * Worker threads to run the subtasks on: subtask i of every stage on worker i mod
+   * `workers`, so only keyBy and rebalance edges cross threads. Default: the machine's cores
+   * (`os.availableParallelism()`) for a job loaded from a module ({@link loadJob}), 1 for a
+   * job built inline, whose closures cannot reach another thread (more is refused). Never
+   * more than the largest stage's parallelism; 0 or 1 runs every subtask on this event loop.
+   */
+  readonly workers?: number;
 }
 
 export interface StageOptions {
   /** Stable id of the stage's state; defaults to one derived from its place in the job. */
   readonly uid?: string;
   readonly parallelism?: number;
+  /**
+   * How the records this stage takes in cross between worker threads (Flink's
+   * TypeSerializer). Default {@link jsonCodec}: fast for plain JSON-like objects; records
+   * with Dates, Maps or BigInts need {@link structuredCodec} or a codec of their own.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: a codec for the stage's input, whatever its type
+  readonly codec?: RecordCodec<any>;
 }
 
 /**
@@ -87,6 +109,8 @@ export class StreamJob {
     if ((options.checkpoint.minPauseMs ?? 0) < 0)
       throw new ConfigurationError("checkpoint.minPauseMs", "must not be negative");
     requireCheckpointingMode(options.checkpointing ?? "exactly-once");
+    if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 0))
+      throw new ConfigurationError("workers", `must be a whole number of threads, got ${options.workers}`);
   }
 
   private get defaultParallelism(): number {
@@ -100,7 +124,7 @@ export class StreamJob {
   /** @internal */
   addStage(
     stage: Omit<StageNode, "inputs" | "outputs">,
-    input?: { from: StageNode; chain: readonly ChainStep[]; partitioning: Partitioning },
+    input?: { from: StageNode; chain: readonly ChainStep[]; partitioning: Partitioning; codec?: RecordCodec<unknown> },
   ): StageNode {
     if (this.ids.has(stage.id)) {
       const setting = stage.kind === "sink" ? "sink name" : "uid";
@@ -125,7 +149,13 @@ export class StreamJob {
           `forward edge ${input.from.id} → ${node.id} needs equal parallelism`,
         );
       }
-      const edge: Edge = { from: input.from, to: node, chain: input.chain, partitioning: input.partitioning };
+      const edge: Edge = {
+        from: input.from,
+        to: node,
+        chain: input.chain,
+        partitioning: input.partitioning,
+        ...(input.codec ? { codec: input.codec } : {}),
+      };
       input.from.outputs.push(edge);
       node.inputs.push(edge);
     }
@@ -159,34 +189,74 @@ export class StreamJob {
     return { stages: this.stages, maxParallelism: this.maxParallelism };
   }
 
-  /** Starts the job; the returned client waits for it, stops or cancels it. */
-  start(events: JobEvents = {}): JobClient {
+  /**
+   * @internal What every attempt of the job runs with. A worker thread calls it on the job
+   * it built again from the module, and so gets its own storage instance, logger and metrics.
+   */
+  executionSetup(): {
+    graph: JobGraph;
+    base: Omit<ExecutionOptions, "listener">;
+    restart: RestartStrategy;
+    storage: CheckpointStorage;
+  } {
     const graph = this.graph();
     const cp = this.options.checkpoint;
     const storage = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
-    const logger = this.options.logger ?? consoleLogger;
-    return startJob(
-      graph,
-      {
-        jobName: this.options.name,
-        checkpoint: {
-          intervalMs: cp.intervalMs ?? 1000,
-          timeoutMs: cp.timeoutMs ?? 60_000,
-          minPauseMs: cp.minPauseMs ?? 0,
-        },
-        checkpointing: this.options.checkpointing ?? "exactly-once",
-        batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
-        channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
-        restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
-        storage,
-        logger,
-        metrics: this.options.metrics ?? noMetrics,
+    const base: Omit<ExecutionOptions, "listener"> = {
+      jobName: this.options.name,
+      checkpoint: {
+        intervalMs: cp.intervalMs ?? 1000,
+        timeoutMs: cp.timeoutMs ?? 60_000,
+        minPauseMs: cp.minPauseMs ?? 0,
       },
-      this.options.restart ?? {},
-      events,
-      logger,
+      checkpointing: this.options.checkpointing ?? "exactly-once",
+      batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
+      channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
+      restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
       storage,
-    );
+      logger: this.options.logger ?? consoleLogger,
+      metrics: this.options.metrics ?? noMetrics,
+    };
+    return { graph, base, restart: this.options.restart ?? {}, storage };
+  }
+
+  /**
+   * The worker threads the job runs on: `workers` (default: every core for a job loaded from
+   * a module, one for a job built inline), never more than its largest stage's parallelism.
+   * One means every subtask on this event loop.
+   */
+  private workerCount(graph: JobGraph): { workers: number; origin: JobOrigin | undefined } {
+    const origin = originOf(this);
+    const asked = this.options.workers ?? (origin ? availableParallelism() : 1);
+    const workers = workerCount(graph, asked);
+    if (workers > 1 && !origin) {
+      throw new ConfigurationError(
+        "workers",
+        `job ${this.options.name} was built inline, and worker threads cannot share its closures: ` +
+          "export a function that builds it from a module and start it with loadJob(module) (or exactly run), " +
+          "or set workers to 1",
+      );
+    }
+    return { workers, origin };
+  }
+
+  /** Starts the job; the returned client waits for it, stops or cancels it. */
+  start(events: JobEvents = {}): JobClient {
+    const { graph, base, restart, storage } = this.executionSetup();
+    const { workers, origin } = this.workerCount(graph);
+    const plan: ExecutionPlan = {
+      maxParallelism: graph.maxParallelism,
+      create:
+        workers > 1
+          ? (options, restored) =>
+              new ThreadedExecution(graph, options, restored, {
+                origin: origin as JobOrigin,
+                workers,
+                shape: jobShape(graph, this.options.checkpoint.storage),
+              })
+          : (options, restored) => new JobExecution(graph, options, restored),
+    };
+    return startJob(plan, base, restart, events, base.logger, storage);
   }
 
   /** Runs a bounded job to its end (or an unbounded one until it fails). */
@@ -292,6 +362,7 @@ export class DataStream<T> {
         from: this.stage,
         chain: this.chain,
         partitioning: parallelism === this.stage.parallelism ? { kind: "forward" } : { kind: "rebalance" },
+        ...(options.codec ? { codec: options.codec } : {}),
       },
     );
   }
@@ -323,7 +394,12 @@ export class KeyedStream<K extends Key, T> {
         parallelism: this.job.parallelismOf(options),
         operator: operator as () => KeyedOperator<unknown, unknown>,
       },
-      { from: this.stage, chain: this.chain, partitioning: { kind: "hash", keyOf: this.keyOf as (v: unknown) => Key } },
+      {
+        from: this.stage,
+        chain: this.chain,
+        partitioning: { kind: "hash", keyOf: this.keyOf as (v: unknown) => Key },
+        ...(options.codec ? { codec: options.codec } : {}),
+      },
     );
     return new DataStream<OUT>(this.job, stage, []);
   }

@@ -12,7 +12,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { CancelledError } from "../../errors.ts";
 import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
-import { Channel } from "../channel.ts";
+import { Channel, type OutputChannel } from "../channel.ts";
 import type { RecordCodec } from "./record-codec.ts";
 
 type Element = StreamElement<unknown>;
@@ -92,7 +92,7 @@ export function fromWire(message: Exclude<WireMessage, { kind: "credit" }>, code
 }
 
 /** The producing half: `push` as a local Channel's, waiting only when the credits are spent. */
-export class ThreadChannelSender {
+export class ThreadChannelSender implements OutputChannel {
   private readonly port: MessagePort;
   private readonly codec: RecordCodec<unknown>;
   private credits: number;
