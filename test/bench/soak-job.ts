@@ -7,7 +7,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { DeliveryGuarantee, silentLogger } from "@exactly/core";
-import { demoSinks, startDemoJob } from "../../packages/cli/src/demo/demo-job.ts";
+import { loadDemoJob } from "../../packages/cli/src/demo/demo-job.ts";
 import { SOAK_PREFIX, type SoakSamples } from "./bench-protocol.ts";
 
 const [secondsArg, rateArg, dir] = process.argv.slice(2) as [string, string, string];
@@ -27,13 +27,8 @@ const checkpoints: Array<{ t: number; ms: number }> = [];
 const started = performance.now();
 const now = () => (performance.now() - started) / 1000;
 const sampler = setInterval(() => rss.push({ t: now(), mb: process.memoryUsage().rss / 2 ** 20 }), 1000);
-const client = startDemoJob(
-  config,
-  await demoSinks(config),
-  () => {},
-  { onComplete: (_, info) => checkpoints.push({ t: now(), ms: info.durationMs }) },
-  silentLogger,
-);
+const job = await loadDemoJob(config, { logger: silentLogger });
+const client = job.start({ onComplete: (_, info) => checkpoints.push({ t: now(), ms: info.durationMs }) });
 await client.result;
 clearInterval(sampler);
 const samples: SoakSamples = { rss, checkpoints, records: config.records, seconds: now() };

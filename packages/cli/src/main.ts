@@ -92,6 +92,11 @@ export function buildProgram(): Command {
     .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
     .option("--parallelism <p>", "parallelism of every stage", integer, 2)
     .option(
+      "--workers <n>",
+      "worker threads the subtasks run on (default: the machine's cores, at most --parallelism; 1: one event loop)",
+      integer,
+    )
+    .option(
       "--guarantee <g>",
       "exactly-once or at-least-once (default: exactly-once, or at-least-once with --checkpointing at-least-once)",
     )
@@ -130,6 +135,7 @@ export function buildProgram(): Command {
         const fileOnly = [
           "out",
           "parallelism",
+          "workers",
           "guarantee",
           "checkpointing",
           "rate",

@@ -18,6 +18,8 @@ export interface DemoOptions {
   readonly seed: number;
   readonly out?: string;
   readonly parallelism: number;
+  /** Worker threads for the subtasks; default the machine's cores (at most the parallelism). */
+  readonly workers?: number;
   /** "exactly-once" or "at-least-once"; default: what `checkpointing` can keep. */
   readonly guarantee?: string;
   /**
@@ -65,6 +67,9 @@ export interface DemoSummary extends OutputCheck {
   readonly recordsPerSecond: number;
   readonly peakRssMb: number;
   readonly ratePerSecond: number | null;
+  readonly parallelism: number;
+  /** Worker threads the job ran on (1: one event loop). */
+  readonly workers: number;
   readonly out: string;
   readonly sink: DemoSinkKind;
   /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
@@ -166,6 +171,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     ["--records", options.records, 1],
     ["--kills", options.kills, 0],
     ["--parallelism", options.parallelism, 1],
+    ["--workers", options.workers ?? 1, 0],
   ] as const) {
     if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer ≥ ${min}, got ${value}`);
   }
@@ -203,6 +209,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     records: options.records,
     out,
     parallelism: options.parallelism,
+    ...(options.workers === undefined ? {} : { workers: options.workers }),
     guarantee,
     checkpointing,
     checkpointIntervalMs: CHECKPOINT_INTERVAL_MS,
@@ -231,6 +238,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   let resumedFrom: number | undefined;
   let checkpointsBefore = 0;
   let peakRssKb = 0;
+  let workers = 1;
   for (let attempt = 1; ; attempt++) {
     let checkpointsNow = 0;
     let outcome: WorkerMessage | undefined;
@@ -242,6 +250,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     child.on("message", (message: WorkerMessage) => {
       switch (message.type) {
         case "started":
+          workers = message.workers;
           if (message.restoredCheckpointId !== undefined && attempt > 1) restoredFromCheckpoint++;
           if (attempt === 1 && resumed) resumedFrom = message.restoredCheckpointId;
           break;
@@ -329,6 +338,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     recordsPerSecond: Math.round(options.records / elapsedSeconds),
     peakRssMb: Math.round(peakRssKb / 1024),
     ratePerSecond: config.ratePerSecond ?? null,
+    parallelism: options.parallelism,
+    workers,
     out,
     ok:
       check.lost === 0 &&
@@ -366,6 +377,7 @@ export function formatSummary(s: DemoSummary): string {
     ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],
+    ["parallelism", `${s.parallelism} on ${s.workers === 1 ? "one event loop" : `${s.workers} worker threads`}`],
     ...(s.sink === "redis"
       ? ([
           [

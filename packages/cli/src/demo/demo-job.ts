@@ -1,21 +1,20 @@
 import { join } from "node:path";
 import {
   type CheckpointingMode,
-  type CheckpointStorage,
   ConfigurationError,
   DeliveryGuarantee,
   GeneratorSource,
-  type JobClient,
-  type JobEvents,
   type JobMetrics,
+  type JobRuntime,
   type Logger,
+  loadJob,
   type SinkFactory,
   StreamJob,
 } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
 import { DEMO_SINK_NAME, loadPostgresConnector, type PostgresDemoSink } from "./postgres-target.ts";
 import { type RedisDemoTarget, redisDemoSinks } from "./redis-target.ts";
-import { type S3DemoTarget, s3DemoSinks } from "./s3-target.ts";
+import { type S3DemoTarget, s3DemoCheckpoints, s3DemoSinks } from "./s3-target.ts";
 
 /** What one demo record looks like in the committed output. */
 export interface DemoRecord {
@@ -44,6 +43,8 @@ export interface DemoJobConfig {
   readonly s3?: S3DemoTarget;
   /** The worker serves the job's metrics on this port (see metrics/prometheus-metrics.ts). */
   readonly metricsPort?: number;
+  /** Worker threads (StreamJobOptions.workers); undefined for the machine's cores. */
+  readonly workers?: number;
 }
 
 /**
@@ -91,25 +92,50 @@ export async function demoSinks(config: DemoJobConfig): Promise<Record<string, S
 export const CHECKPOINT_DIR = ".checkpoints";
 export const DEMO_JOB_NAME = "exactly-demo";
 
+/** What the demo job module is given as `params`. */
+export interface DemoJobParams {
+  readonly config: DemoJobConfig;
+  /**
+   * Raised to the number of records generated so far (in steps of {@link PROGRESS_STEP}) by
+   * every thread that runs a generator subtask: one Int32 shared by all of them.
+   */
+  readonly generated?: SharedArrayBuffer;
+}
+
+/** Records between two raises of the shared progress counter. */
+const PROGRESS_STEP = 256;
+
+// This module, as a worker thread imports it again: .ts from the sources, .js when built.
+const DEMO_JOB_MODULE = new URL(import.meta.url.endsWith(".ts") ? "./demo-job.ts" : "./demo-job.js", import.meta.url);
+
+/** The demo job loaded from this module, so that it can run on worker threads. */
+export function loadDemoJob(
+  config: DemoJobConfig,
+  runtime: { logger: Logger; metrics?: JobMetrics; generated?: SharedArrayBuffer },
+): Promise<StreamJob> {
+  const params: DemoJobParams = { config, ...(runtime.generated ? { generated: runtime.generated } : {}) };
+  return loadJob(DEMO_JOB_MODULE, {
+    params: params as unknown as Record<string, unknown>,
+    runtime: { logger: runtime.logger, ...(runtime.metrics ? { metrics: runtime.metrics } : {}) },
+  });
+}
+
 /**
  * The demo job: generated records with unique ids → keyed stage numbering each key's
- * records from checkpointed state → the sinks (rolling local files, a Postgres table, or Redis).
- * Checkpoints go to a hidden folder inside the output directory, so the output's visible
- * files are exactly what was committed, or to `storage` when given (S3).
+ * records from checkpointed state → the sinks (rolling local files, a Postgres table, Redis
+ * or S3). Checkpoints go to a hidden folder inside the output directory, so the output's
+ * visible files are exactly what was committed, or to S3 when the target says so. Every
+ * worker thread builds it again from the same params.
  */
-export function startDemoJob(
-  config: DemoJobConfig,
-  sinks: Record<string, SinkFactory<DemoRecord>>,
-  onGenerated: (index: number) => void,
-  events: JobEvents,
-  logger: Logger,
-  storage?: CheckpointStorage,
-  metrics?: JobMetrics,
-): JobClient {
+export default async function demoJob({ params, logger, metrics }: JobRuntime): Promise<StreamJob> {
+  const { config, generated } = params as unknown as DemoJobParams;
+  const progress = generated ? new Int32Array(generated) : undefined;
+  const storage = config.s3 ? await s3DemoCheckpoints(config.s3) : undefined;
   const job = new StreamJob({
     name: DEMO_JOB_NAME,
-    ...(metrics ? { metrics } : {}),
+    metrics,
     parallelism: config.parallelism,
+    ...(config.workers === undefined ? {} : { workers: config.workers }),
     ...(config.checkpointing ? { checkpointing: config.checkpointing } : {}),
     // The default restart strategy: outages of the sink's server are ridden through.
     checkpoint: { storage: storage ?? join(config.out, CHECKPOINT_DIR), intervalMs: config.checkpointIntervalMs },
@@ -123,7 +149,9 @@ export function startDemoJob(
         splits: Math.max(4, config.parallelism),
         ...(config.ratePerSecond ? { ratePerSecond: config.ratePerSecond } : {}),
         generate: (id) => {
-          onGenerated(id);
+          // A race between two threads may keep the lower of two values for a step: it is progress, not data.
+          if (progress && id % PROGRESS_STEP === 0 && id + 1 > Atomics.load(progress, 0))
+            Atomics.store(progress, 0, id + 1);
           return { id, key: id % config.keys };
         },
       }),
@@ -136,8 +164,8 @@ export function startDemoJob(
         ctx.emit({ id: record.id, key: record.key, seq });
       },
     });
-  for (const [name, sink] of Object.entries(sinks)) numbered.sinkTo(sink, { name });
-  return job.start(events);
+  for (const [name, sink] of Object.entries(await demoSinks(config))) numbered.sinkTo(sink, { name });
+  return job;
 }
 
 export function parseCheckpointing(value: string): CheckpointingMode {

@@ -4,36 +4,32 @@
  */
 import { consoleLogger, silentLogger } from "@exactly/core";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
-import { DEMO_JOB_NAME, type DemoJobConfig, demoSinks, startDemoJob } from "./demo-job.ts";
+import { DEMO_JOB_NAME, type DemoJobConfig, loadDemoJob } from "./demo-job.ts";
 import type { WorkerMessage } from "./demo-protocol.ts";
-import { s3DemoCheckpoints } from "./s3-target.ts";
 
 const config = JSON.parse(process.argv[2] ?? "{}") as DemoJobConfig;
 const send = (message: WorkerMessage) => process.send?.(message);
 
-let generated = 0;
+// Every thread running a generator subtask raises it (demo-job.ts).
+const generated = new SharedArrayBuffer(4);
+const progress = new Int32Array(generated);
 let checkpoints = 0;
 // Served from here, the process running the job: its process metrics are the job's.
 const metrics = config.metricsPort === undefined ? undefined : new PrometheusMetrics(DEMO_JOB_NAME);
 if (metrics) await serveMetrics(metrics, config.metricsPort as number);
-const client = startDemoJob(
-  config,
-  await demoSinks(config),
-  (index) => {
-    if (index >= generated) generated = index + 1;
+const job = await loadDemoJob(config, {
+  logger: process.env.EXACTLY_DEMO_VERBOSE ? consoleLogger : silentLogger,
+  ...(metrics ? { metrics } : {}),
+  generated,
+});
+const workers = job.workerThreads();
+const client = job.start({
+  onStart: ({ restoredCheckpointId }) => send({ type: "started", restoredCheckpointId, workers }),
+  onComplete: () => {
+    checkpoints++;
   },
-  {
-    onStart: ({ restoredCheckpointId }) => send({ type: "started", restoredCheckpointId }),
-    onComplete: () => {
-      checkpoints++;
-    },
-    onRestart: ({ error }) =>
-      send({ type: "restarted", error: error instanceof Error ? error.message : String(error) }),
-  },
-  process.env.EXACTLY_DEMO_VERBOSE ? consoleLogger : silentLogger,
-  config.s3 ? await s3DemoCheckpoints(config.s3) : undefined,
-  metrics,
-);
+  onRestart: ({ error }) => send({ type: "restarted", error: error instanceof Error ? error.message : String(error) }),
+});
 
 // The demo process is gone (killed with its terminal, or alone): stop at once, as a crash
 // would, so that a rerun of the demo on the same --out never runs beside this worker.
@@ -42,7 +38,13 @@ process.on("disconnect", () => {
   if (!ending) process.exit(1);
 });
 
-const report = () => send({ type: "progress", generated, checkpoints, maxRssKb: process.resourceUsage().maxRSS });
+const report = () =>
+  send({
+    type: "progress",
+    generated: Atomics.load(progress, 0),
+    checkpoints,
+    maxRssKb: process.resourceUsage().maxRSS,
+  });
 const timer = setInterval(report, 20);
 
 client.result.then(

@@ -240,6 +240,11 @@ export class StreamJob {
     return { workers, origin };
   }
 
+  /** The worker threads `start()` runs the job on; 1 is every subtask on this event loop. */
+  workerThreads(): number {
+    return this.workerCount(this.graph()).workers;
+  }
+
   /** Starts the job; the returned client waits for it, stops or cancels it. */
   start(events: JobEvents = {}): JobClient {
     const { graph, base, restart, storage } = this.executionSetup();
