@@ -4,8 +4,8 @@
  * raw-client baseline and to the naive exactly-once loop. Benchmarks are not tests: nothing
  * here asserts.
  *
- *   pnpm bench [--quick] [--only exchange|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
- *              [--records N] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
+ *   pnpm bench [--quick] [--only exchange|demo|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
+ *              [--records N] [--demo-records N[,N…]] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
  *              [--redis-naive-records N] [--s3-mib N] [--no-recovery]
  *   pnpm bench --soak SECONDS [--rate N] [--out DIR]
  *
@@ -39,6 +39,7 @@ import { runSoak } from "./soak.ts";
 const { values } = parseArgs({
   options: {
     records: { type: "string" },
+    "demo-records": { type: "string" },
     "kafka-records": { type: "string" },
     "pg-records": { type: "string" },
     "redis-records": { type: "string" },
@@ -67,8 +68,24 @@ function positive(flag: string, value: string | undefined): number {
 }
 
 /** Counts: the flag's, else --quick's, else the full run's. */
-const QUICK = { records: "100000", kafka: "20000", pg: "20000", redis: "100000", redisNaive: "2000", s3: "32" };
-const FULL = { records: "1000000", kafka: "200000", pg: "200000", redis: "1000000", redisNaive: "20000", s3: "1024" };
+const QUICK = {
+  records: "100000",
+  demo: "300000",
+  kafka: "20000",
+  pg: "20000",
+  redis: "100000",
+  redisNaive: "2000",
+  s3: "32",
+};
+const FULL = {
+  records: "1000000",
+  demo: "3000000,10000000",
+  kafka: "200000",
+  pg: "200000",
+  redis: "1000000",
+  redisNaive: "20000",
+  s3: "1024",
+};
 const sizes = values.quick ? QUICK : FULL;
 const count = (flag: string | undefined, fallback: string) => flag ?? fallback;
 const rounds = positive("--rounds", values.rounds);
@@ -115,6 +132,19 @@ const suites: Suite[] = [
     exactlyOnce: [],
     paced: false,
     sizes: [records],
+  },
+  {
+    // The multicore issue's measure: the demo job at parallelism 1, 2 and 4, on one event loop
+    // and on worker threads; × raw is over P=1, so at P=2 on 2 workers it is the scaling.
+    connector: "demo job (parallelism)",
+    script: fileURLToPath(new URL("./cases/demo-cases.ts", import.meta.url)),
+    cases: ["P=1", "P=2, one loop", "P=2, 2 workers", "P=4, one loop", "P=4, 2 workers", "bare batched loop"],
+    raw: "P=1",
+    exactlyOnce: [],
+    paced: true,
+    sizes: count(values["demo-records"], sizes.demo)
+      .split(",")
+      .map((n) => positive("--demo-records", n)),
   },
   {
     connector: "file (local disk)",

@@ -33,6 +33,11 @@ export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./op
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export {
+  type ExchangeCodec,
+  jsonExchangeCodec,
+  structuredExchangeCodec,
+} from "./runtime/exchange/exchange-codec.ts";
 export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
 export {

@@ -3,14 +3,14 @@
 import { MessageChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import type { StreamElement } from "../src/records.ts";
-import { jsonCodec, structuredCodec } from "../src/runtime/exchange/record-codec.ts";
+import { jsonExchangeCodec, structuredExchangeCodec } from "../src/runtime/exchange/exchange-codec.ts";
 import { ThreadChannelReceiver, ThreadChannelSender, toWire } from "../src/runtime/exchange/thread-channel.ts";
 
 type Element = StreamElement<unknown>;
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 /** Both halves over one MessageChannel: the same port semantics as between two threads. */
-function pair(capacity: number, codec = jsonCodec) {
+function pair(capacity: number, codec = jsonExchangeCodec) {
   const { port1, port2 } = new MessageChannel();
   const sender = new ThreadChannelSender(port1, codec, capacity);
   const receiver = new ThreadChannelReceiver(port2, codec, capacity);
@@ -77,7 +77,7 @@ describe("a channel between threads", () => {
         kind: "batch",
         batch: { values: [{ id: 1 }], positions: [{ source: "s", split: "0", offset: 0 }], timestamps: [5] },
       },
-      jsonCodec,
+      jsonExchangeCodec,
     );
     expect(transfer).toHaveLength(3); // values, offsets, timestamps
     port1.postMessage(message, transfer);
@@ -116,7 +116,7 @@ describe("a channel between threads", () => {
   });
 
   it("keeps what JSON cannot with the structured codec: Dates, Maps, BigInts, undefined", async () => {
-    const { sender, receiver, close } = pair(2, structuredCodec);
+    const { sender, receiver, close } = pair(2, structuredExchangeCodec);
     const values = [{ at: new Date(5), tags: new Map([["a", 1]]), big: 10n, gone: undefined }];
     sender.push({
       kind: "batch",

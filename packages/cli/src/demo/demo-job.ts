@@ -3,6 +3,7 @@ import {
   type CheckpointingMode,
   ConfigurationError,
   DeliveryGuarantee,
+  type ExchangeCodec,
   GeneratorSource,
   type JobMetrics,
   type JobRuntime,
@@ -102,6 +103,31 @@ export interface DemoJobParams {
   readonly generated?: SharedArrayBuffer;
 }
 
+/**
+ * How generated records cross to the keyed stage on another worker thread: their two numbers
+ * in one Float64Array, not JSON text (a keyed stage with many records of one fixed shape
+ * declares a codec: docs/design.md §2, Worker threads).
+ */
+const generatedCodec: ExchangeCodec<{ id: number; key: number }> = {
+  name: "demo-generated",
+  encode(values) {
+    const numbers = new Float64Array(values.length * 2);
+    for (let i = 0; i < values.length; i++) {
+      const value = values[i] as { id: number; key: number };
+      numbers[2 * i] = value.id;
+      numbers[2 * i + 1] = value.key;
+    }
+    return new Uint8Array(numbers.buffer);
+  },
+  decode(bytes) {
+    const numbers = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8);
+    const values = new Array<{ id: number; key: number }>(numbers.length / 2);
+    for (let i = 0; i < values.length; i++)
+      values[i] = { id: numbers[2 * i] as number, key: numbers[2 * i + 1] as number };
+    return values;
+  },
+};
+
 /** Records between two raises of the shared progress counter. */
 const PROGRESS_STEP = 256;
 
@@ -157,13 +183,16 @@ export default async function demoJob({ params, logger, metrics }: JobRuntime): 
       }),
     )
     .keyBy((r) => r.key)
-    .process<DemoRecord, number>({
-      processElement(record, ctx) {
-        const seq = (ctx.state.value() ?? 0) + 1;
-        ctx.state.update(seq);
-        ctx.emit({ id: record.id, key: record.key, seq });
+    .process<DemoRecord, number>(
+      {
+        processElement(record, ctx) {
+          const seq = (ctx.state.value() ?? 0) + 1;
+          ctx.state.update(seq);
+          ctx.emit({ id: record.id, key: record.key, seq });
+        },
       },
-    });
+      { codec: generatedCodec },
+    );
   for (const [name, sink] of Object.entries(await demoSinks(config))) numbered.sinkTo(sink, { name });
   return job;
 }

@@ -2,7 +2,7 @@ import type { KeyedOperator } from "../operators/operator.ts";
 import type { Batch } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
-import type { RecordCodec } from "./exchange/record-codec.ts";
+import type { ExchangeCodec } from "./exchange/exchange-codec.ts";
 import type { Key } from "./key-groups.ts";
 
 /** A stateless step (map, filter, flatMap) run inside the producing subtask: no channel hop. */
@@ -34,8 +34,8 @@ export interface Edge {
   readonly to: StageNode;
   readonly chain: readonly ChainStep[];
   readonly partitioning: Partitioning;
-  /** How the edge's records cross between worker threads; default JSON (exchange/record-codec.ts). */
-  readonly codec?: RecordCodec<unknown>;
+  /** How the edge's records cross between worker threads; default JSON (exchange/exchange-codec.ts). */
+  readonly codec?: ExchangeCodec<unknown>;
 }
 
 /** One stage of the job, run as `parallelism` subtasks. */

@@ -16,7 +16,7 @@ import {
 import type { Batch, RecordPosition } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
-import type { RecordCodec } from "./exchange/record-codec.ts";
+import type { ExchangeCodec } from "./exchange/exchange-codec.ts";
 import { JobExecution } from "./execution.ts";
 import type { ExecutionOptions } from "./execution-options.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
@@ -75,11 +75,11 @@ export interface StageOptions {
   readonly parallelism?: number;
   /**
    * How the records this stage takes in cross between worker threads (Flink's
-   * TypeSerializer). Default {@link jsonCodec}: fast for plain JSON-like objects; records
-   * with Dates, Maps or BigInts need {@link structuredCodec} or a codec of their own.
+   * TypeSerializer). Default {@link jsonExchangeCodec}: fast for plain JSON-like objects; records
+   * with Dates, Maps or BigInts need {@link structuredExchangeCodec} or a codec of their own.
    */
   // biome-ignore lint/suspicious/noExplicitAny: a codec for the stage's input, whatever its type
-  readonly codec?: RecordCodec<any>;
+  readonly codec?: ExchangeCodec<any>;
 }
 
 /**
@@ -124,7 +124,12 @@ export class StreamJob {
   /** @internal */
   addStage(
     stage: Omit<StageNode, "inputs" | "outputs">,
-    input?: { from: StageNode; chain: readonly ChainStep[]; partitioning: Partitioning; codec?: RecordCodec<unknown> },
+    input?: {
+      from: StageNode;
+      chain: readonly ChainStep[];
+      partitioning: Partitioning;
+      codec?: ExchangeCodec<unknown>;
+    },
   ): StageNode {
     if (this.ids.has(stage.id)) {
       const setting = stage.kind === "sink" ? "sink name" : "uid";

@@ -13,7 +13,7 @@ import type { MessagePort } from "node:worker_threads";
 import { CancelledError } from "../../errors.ts";
 import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
 import { Channel, type OutputChannel } from "../channel.ts";
-import type { RecordCodec } from "./record-codec.ts";
+import type { ExchangeCodec } from "./exchange-codec.ts";
 
 type Element = StreamElement<unknown>;
 
@@ -62,7 +62,7 @@ function decodePositions({ runs, offsets }: EncodedPositions): RecordPosition[] 
 /** Encodes an element for the port, with the buffers to transfer. */
 export function toWire(
   element: Element,
-  codec: RecordCodec<unknown>,
+  codec: ExchangeCodec<unknown>,
 ): { message: WireMessage; transfer: ArrayBuffer[] } {
   if (element.kind !== "batch") return { message: element, transfer: [] };
   const { values, positions, timestamps } = element.batch;
@@ -81,7 +81,7 @@ export function toWire(
   };
 }
 
-export function fromWire(message: Exclude<WireMessage, { kind: "credit" }>, codec: RecordCodec<unknown>): Element {
+export function fromWire(message: Exclude<WireMessage, { kind: "credit" }>, codec: ExchangeCodec<unknown>): Element {
   if (message.kind !== "batch") return message;
   const batch: Batch<unknown> = {
     values: codec.decode(message.values),
@@ -94,12 +94,12 @@ export function fromWire(message: Exclude<WireMessage, { kind: "credit" }>, code
 /** The producing half: `push` as a local Channel's, waiting only when the credits are spent. */
 export class ThreadChannelSender implements OutputChannel {
   private readonly port: MessagePort;
-  private readonly codec: RecordCodec<unknown>;
+  private readonly codec: ExchangeCodec<unknown>;
   private credits: number;
   private waiter: { resolve: () => void; reject: (e: unknown) => void } | undefined;
   private cancelled: unknown;
 
-  constructor(port: MessagePort, codec: RecordCodec<unknown>, capacity: number) {
+  constructor(port: MessagePort, codec: ExchangeCodec<unknown>, capacity: number) {
     this.port = port;
     this.codec = codec;
     this.credits = capacity;
@@ -140,7 +140,7 @@ export class ThreadChannelReceiver {
   readonly channel: Channel<Element>;
   private readonly port: MessagePort;
 
-  constructor(port: MessagePort, codec: RecordCodec<unknown>, capacity: number) {
+  constructor(port: MessagePort, codec: ExchangeCodec<unknown>, capacity: number) {
     this.port = port;
     this.channel = new Channel<Element>(capacity);
     this.channel.onTaken = () => port.postMessage({ kind: "credit" } satisfies WireMessage);

@@ -10,7 +10,7 @@ import type { StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
 import { CancelledError, ConfigurationError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../metrics.ts";
-import { jsonCodec } from "../exchange/record-codec.ts";
+import { jsonExchangeCodec } from "../exchange/exchange-codec.ts";
 import { ThreadChannelReceiver, ThreadChannelSender } from "../exchange/thread-channel.ts";
 import { settle } from "../execution.ts";
 import type { Edge } from "../job-graph.ts";
@@ -91,9 +91,10 @@ function share(edges: readonly Edge[], capacity: number): TaskShare {
   return {
     runs: (_stage, subtask) => workerOf(subtask, setup.workers) === setup.worker,
     senderTo: (edge, from, to) =>
-      new ThreadChannelSender(port(setup.senders, edge, from, to), edge.codec ?? jsonCodec, capacity),
+      new ThreadChannelSender(port(setup.senders, edge, from, to), edge.codec ?? jsonExchangeCodec, capacity),
     receiverFrom: (edge, from, to) =>
-      new ThreadChannelReceiver(port(setup.receivers, edge, from, to), edge.codec ?? jsonCodec, capacity).channel,
+      new ThreadChannelReceiver(port(setup.receivers, edge, from, to), edge.codec ?? jsonExchangeCodec, capacity)
+        .channel,
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { deserialize, serialize } from "node:v8";
 
-export interface RecordCodec<T> {
+export interface ExchangeCodec<T> {
   /** A name for errors and metrics. */
   readonly name: string;
   /** The values of one batch as bytes; the buffer is transferred, so it must not be reused. */
@@ -21,7 +21,7 @@ const decoder = new TextDecoder();
  * Maps or BigInts). V8's JSON is the fastest general encoding of plain objects on this
  * runtime; see docs/design.md for the crossing cost measured against the others.
  */
-export const jsonCodec: RecordCodec<unknown> = {
+export const jsonExchangeCodec: ExchangeCodec<unknown> = {
   name: "json",
   encode: (values) => encoder.encode(JSON.stringify(values)),
   decode: (bytes) => JSON.parse(decoder.decode(bytes)) as unknown[],
@@ -31,7 +31,7 @@ export const jsonCodec: RecordCodec<unknown> = {
  * V8's structured-clone format (node:v8 serialize): keeps what postMessage keeps — Dates,
  * Maps, Sets, BigInts, typed arrays, undefined — at a higher cost than JSON for plain objects.
  */
-export const structuredCodec: RecordCodec<unknown> = {
+export const structuredExchangeCodec: ExchangeCodec<unknown> = {
   name: "structured",
   encode: (values) => serialize(values),
   decode: (bytes) => deserialize(bytes) as unknown[],
