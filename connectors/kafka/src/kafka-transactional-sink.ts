@@ -128,7 +128,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
         ? { minTransactionTimeoutMs: this.sinkOptions.minTransactionTimeoutMs }
         : {}),
     });
-    claimPrefix(this.prefix, restored.sinkId, restored.subtask);
+    await claimPrefix(this.prefix, restored.sinkId, restored.subtask);
     this.claimed = restored.subtask;
     await checkTransactionTimeoutAgainstBroker(kafka, this.timeoutMs);
     this.cluster = createCluster(kafka);

@@ -75,6 +75,7 @@ export const SCENARIOS = [
   "batch-sizes",
   "volume",
   "chaos",
+  "worker-threads",
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 

@@ -70,6 +70,7 @@ function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
     merged: "no subtask restored several old subtasks' states",
     declinedAfterPreCommit: "no checkpoint was declined after a subtask pre-committed it",
     lateNotification: "no notification arrived after the next barrier",
+    onThreads: "no run had its sink subtasks on two threads",
   };
   return requires.flatMap((r) => {
     if (r.startsWith("killedInside:")) {

@@ -47,7 +47,13 @@ export interface RunPlan {
 export type Requirement =
   | keyof Pick<
       Exercised,
-      "restoredState" | "pendingRestored" | "acrossIndexes" | "merged" | "declinedAfterPreCommit" | "lateNotification"
+      | "restoredState"
+      | "pendingRestored"
+      | "acrossIndexes"
+      | "merged"
+      | "declinedAfterPreCommit"
+      | "lateNotification"
+      | "onThreads"
     >
   | `killedInside:${Hook}`
   | "killedInside:any";
@@ -178,6 +184,11 @@ function lingeringRun(parallelism: number): RunPlan {
 /** A run that dies at a point of recovery, armed from the start. */
 function recoveryRun(point: FaultPoint, at = 1): RunPlan {
   return { fault: { spec: `${point}@${at}`, afterCheckpoints: 0 } };
+}
+
+/** A run at parallelism 2 with its subtasks on two worker threads (subtask i on worker i mod 2). */
+function onThreads(run: RunPlan): RunPlan {
+  return { ...run, parallelism: 2, config: { ...run.config, workers: 2 } };
 }
 
 /**
@@ -482,6 +493,38 @@ export function planScenarios(
         records: profile.volumeRecords,
         runs: [],
         final: { parallelism: 4, config: { ratePerSecond: undefined, batchSize: 1024 } },
+      },
+    },
+    {
+      plan: {
+        name: "worker-threads",
+        description:
+          "on two worker threads at parallelism 2: a SIGKILL at each fault point the sink passes, recovery's own after the crash that leaves it work, then to the end on two threads",
+        catches:
+          "a sink that shares clients or state through module globals, or that breaks when its subtasks run on different threads",
+        records: 2 * profile.records,
+        runs: (
+          [
+            ["after-begin"],
+            ["mid-write", 3],
+            ["after-pre-commit"],
+            ["mid-commit"],
+            ["after-checkpoint-durable"],
+            ["during-recovery-commit"],
+            ["after-pre-commit", 2],
+            ["during-lingering-abort"],
+          ] as Array<[FaultPoint, number?]>
+        )
+          .filter(([point]) => points.has(point))
+          .map(([point, at]) =>
+            onThreads(
+              point === "during-recovery-commit" || point === "during-lingering-abort"
+                ? recoveryRun(point)
+                : crashRun(point, at === undefined ? {} : { at }),
+            ),
+          ),
+        final: { parallelism: 2, config: { workers: 2 } },
+        requires: ["onThreads", "restoredState", ...pending],
       },
     },
     {

@@ -51,6 +51,12 @@ export {
 export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
 export type { Key } from "./runtime/key-groups.ts";
 export {
+  type ClaimHolder,
+  type ClaimResult,
+  claimInProcess,
+  releaseInProcess,
+} from "./runtime/process-claims.ts";
+export {
   classifyFailure,
   DEFAULT_MAX_RESTART_DELAY_MS,
   errorChain,

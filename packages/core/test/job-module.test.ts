@@ -1,7 +1,16 @@
 // A job defined in a module: loadJob builds it from the module's export and remembers where
 // it came from (what a worker thread will import again); wrong exports are named.
 import { describe, expect, it } from "vitest";
-import { ConfigurationError, GeneratorSource, loadJob, originOf, StreamJob, silentLogger } from "../src/index.ts";
+import {
+  ConfigurationError,
+  claimInProcess,
+  GeneratorSource,
+  loadJob,
+  originOf,
+  releaseInProcess,
+  StreamJob,
+  silentLogger,
+} from "../src/index.ts";
 import { store } from "./fixtures/job-modules.ts";
 import { MemorySink } from "./helpers.ts";
 
@@ -61,5 +70,27 @@ describe("a job module", () => {
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as ConfigurationError).setting).toBe("workers");
     expect((error as Error).message).toContain("built a different job in worker");
+  });
+
+  it("answers process-wide claims in the main thread: two owners of one name on two worker threads are refused", async () => {
+    const shared = await loadJob(fixture, {
+      export: "claims",
+      params: { shared: true, run: 1 },
+      runtime: { logger: silentLogger },
+    });
+    expect(shared.workerThreads()).toBe(2);
+    await shared.execute();
+    // Every claim was released when the job ended: another owner may take the name now.
+    expect(await claimInProcess("job-modules", "shared-name", { owner: "after", part: 0 })).toEqual({ granted: true });
+    releaseInProcess("job-modules", "shared-name", 0);
+
+    const twoOwners = await loadJob(fixture, {
+      export: "claims",
+      params: { shared: false, run: 2 },
+      runtime: { logger: silentLogger },
+    });
+    const error = await twoOwners.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(/shared-name is held by claiming-[01]/);
   });
 });

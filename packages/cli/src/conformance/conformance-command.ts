@@ -51,6 +51,7 @@ export function describeExercised(result: ScenarioResult): string {
     seen.merged && "merged subtasks",
     seen.declinedAfterPreCommit && "decline after pre-commit",
     seen.lateNotification && "complete(n) after snapshot(n+1)",
+    seen.onThreads && "subtasks on threads",
     ...seen.killedInside.map((hook) => `killed inside ${hook}`),
   ].filter((w): w is string => typeof w === "string");
   return words.join(", ") || "fresh start only";

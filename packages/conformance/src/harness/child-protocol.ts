@@ -44,6 +44,8 @@ export interface ChildConfig {
   readonly scope: ScenarioScope;
   readonly records: number;
   readonly parallelism: number;
+  /** Worker threads the job's subtasks run on; default 1 (one event loop). */
+  readonly workers?: number;
   /** Records per second over all readers; undefined: as fast as the sink takes them. */
   readonly ratePerSecond: number | undefined;
   readonly batchSize: number;
@@ -94,6 +96,8 @@ export type JournalEntry =
   | {
       readonly e: "open";
       readonly pid: number;
+      /** The thread the subtask runs on (worker_threads' threadId; 0 for the main thread). */
+      readonly thread: number;
       readonly subtask: number;
       readonly parallelism: number;
       readonly previousParallelism: number | null;

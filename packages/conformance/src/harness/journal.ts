@@ -31,6 +31,8 @@ export interface Exercised {
   readonly declinedAfterPreCommit: boolean;
   /** Some completion notification reached the sink after its next snapshot. */
   readonly lateNotification: boolean;
+  /** Some run had its sink subtasks on two or more threads. */
+  readonly onThreads: boolean;
   /** Hooks a random kill landed inside of. */
   readonly killedInside: readonly Hook[];
   /**
@@ -52,9 +54,12 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
   const iosPid: Partial<Record<Hook, number>> = {};
   const snapshots = new Set<string>();
   const declined: string[] = [];
+  const threads = new Map<number, Set<number>>();
   for (const entry of entries) {
     switch (entry.e) {
       case "open":
+        if (!threads.has(entry.pid)) threads.set(entry.pid, new Set());
+        threads.get(entry.pid)?.add(entry.thread);
         if (entry.restoredFrom.length > 0) restoredState = true;
         if (entry.restoredPending > 0) pendingRestored = true;
         if (entry.restoredFrom.some((j) => j !== entry.subtask)) acrossIndexes = true;
@@ -91,6 +96,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
     merged,
     declinedAfterPreCommit: declined.some((d) => snapshots.has(d)),
     lateNotification,
+    onThreads: [...threads.values()].some((seen) => seen.size > 1),
     killedInside: [...killedInside],
     ios,
   };

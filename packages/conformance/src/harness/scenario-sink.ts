@@ -7,7 +7,9 @@
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
 import { appendFileSync } from "node:fs";
 import { Socket } from "node:net";
+import { threadId } from "node:worker_threads";
 import type { Batch, Sink, SinkContext } from "@exactly/core";
+import { armFault } from "@exactly/core/testing";
 import type { ConformanceRecord } from "../definition.ts";
 import { type ChildConfig, type Hook, type JournalEntry, type KillPlan, LANES } from "./child-protocol.ts";
 
@@ -30,7 +32,9 @@ interface WatchedCall {
 export class ScenarioControl {
   readonly config: ChildConfig;
   private readonly journalPath: string;
+  /** Checkpoints this thread knows completed: from the coordinator's event, or from its sinks' notifications. */
   completed = 0;
+  private lastCompleted = 0;
   private lateNotifications = 0;
   /** Most external operations a call of each hook made in this run. */
   private readonly ios = new Map<Hook, number>();
@@ -76,6 +80,19 @@ export class ScenarioControl {
       call.during++;
       if (mine) call.ios++;
     }
+  }
+
+  /**
+   * Checkpoint `checkpointId` completed, as this thread learns it: the main thread from the
+   * coordinator, a worker thread from its sinks' notifications (each id counts once). Arms
+   * the scenario's fault point in this thread once enough have completed.
+   */
+  sawComplete(checkpointId: number): void {
+    if (checkpointId <= this.lastCompleted) return;
+    this.lastCompleted = checkpointId;
+    this.completed++;
+    const fault = this.config.fault;
+    if (fault && this.completed === fault.afterCheckpoints) armFault(fault.spec);
   }
 
   journal(entry: JournalEntry): void {
@@ -182,6 +199,7 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
     this.control.journal({
       e: "open",
       pid: process.pid,
+      thread: threadId,
       subtask: context.subtask,
       parallelism: context.parallelism,
       previousParallelism: previous ?? null,
@@ -234,6 +252,9 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
   }
 
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    // On a worker thread this is how the thread's control learns of a completion (before the
+    // commit, as the coordinator's event comes before it on one event loop).
+    this.control.sawComplete(checkpointId);
     const { config } = this.control;
     if (config.notifications === "after-next-barrier") {
       return new Promise<void>((resolve, reject) => {

@@ -15,6 +15,7 @@ import { createCoordinator } from "../execution.ts";
 import { type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "../execution-options.ts";
 import type { JobGraph } from "../job-graph.ts";
 import type { JobOrigin } from "../job-module.ts";
+import { claimLocally, releaseLocally } from "../process-claims.ts";
 import type { FailureKind } from "../restart-strategy.ts";
 import { crossingChannels, workersWithSources } from "./placement.ts";
 import {
@@ -39,6 +40,8 @@ interface WorkerHandle {
   read: number;
   written: number;
   readonly exited: Promise<void>;
+  /** Process-wide claims its sinks hold: released when the worker ends, however it ends. */
+  readonly claims: Set<string>;
 }
 
 /** Resolves when `count` workers have said `type` (or the attempt failed: see `failed`). */
@@ -208,7 +211,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
       };
       const thread = new Worker(WORKER_ENTRY, { workerData: setup, transferList: own });
       const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
-      const handle: WorkerHandle = { index, thread, read: 0, written: 0, exited };
+      const handle: WorkerHandle = { index, thread, read: 0, written: 0, exited, claims: new Set() };
       this.workers.push(handle);
       thread.on("message", (message: FromWorker) => this.onMessage(handle, message));
       thread.on("error", (error) => this.fail(error));
@@ -253,6 +256,16 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
       case "log":
         this.options.logger[message.level](`[worker ${worker.index}] ${message.message}`, message.fields);
         break;
+      case "claim": {
+        const result = claimLocally(message.namespace, message.name, message.holder);
+        if (result.granted) worker.claims.add(JSON.stringify([message.namespace, message.name, message.holder.part]));
+        worker.thread.postMessage({ type: "claimed", request: message.request, result } satisfies ToWorker);
+        break;
+      }
+      case "release":
+        worker.claims.delete(JSON.stringify([message.namespace, message.name, message.part]));
+        releaseLocally(message.namespace, message.name, message.part);
+        break;
       case "report":
         worker.read = message.read;
         worker.written = message.written;
@@ -284,6 +297,13 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
       this.workers.map(async (worker) => {
         await worker.thread.terminate();
         await worker.exited;
+        // A worker ended without closing its sinks (terminated, or crashed) must not keep
+        // its claims from the next attempt.
+        for (const claim of worker.claims) {
+          const [namespace, name, part] = JSON.parse(claim) as [string, string, number];
+          releaseLocally(namespace, name, part);
+        }
+        worker.claims.clear();
       }),
     );
   }

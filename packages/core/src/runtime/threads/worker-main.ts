@@ -15,6 +15,7 @@ import { ThreadChannelReceiver, ThreadChannelSender } from "../exchange/thread-c
 import { settle } from "../execution.ts";
 import type { Edge } from "../job-graph.ts";
 import { loadJob } from "../job-module.ts";
+import { type ClaimResult, setClaimTransport } from "../process-claims.ts";
 import { classifyFailure } from "../restart-strategy.ts";
 import { TaskGroup, type TaskShare } from "../task-group.ts";
 import { channelName, edgesOf, jobShape, workerOf } from "./placement.ts";
@@ -46,6 +47,19 @@ const metrics: JobMetrics = setup.metrics
       restarted: () => {},
     }
   : noMetrics;
+
+// Claims on process-wide names (a Kafka prefix) are the main thread's to answer.
+const claims = new Map<number, (result: ClaimResult) => void>();
+let nextClaim = 0;
+setClaimTransport({
+  claim: (namespace, name, holder) =>
+    new Promise((resolve) => {
+      const request = ++nextClaim;
+      claims.set(request, resolve);
+      post({ type: "claim", request, namespace, name, holder });
+    }),
+  release: (namespace, name, part) => post({ type: "release", namespace, name, part }),
+});
 
 let group: TaskGroup | undefined;
 let classify: (error: unknown) => ReturnType<typeof classifyFailure> = () => "other";
@@ -168,6 +182,10 @@ async function onMessage(message: ToWorker): Promise<void> {
       clearInterval(reporter);
       report();
       post({ type: "closed" });
+      return;
+    case "claimed":
+      claims.get(message.request)?.(message.result);
+      claims.delete(message.request);
       return;
     case "cancel":
       await cancel(new CancelledError(`the attempt failed: ${message.reason.message}`));

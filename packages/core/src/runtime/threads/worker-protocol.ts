@@ -7,6 +7,7 @@ import type { RestoredCheckpoint, StoredTaskState } from "../../checkpoint/check
 import { ConfigurationError, ExactlyError } from "../../errors.ts";
 import type { CheckpointResult, TaskLabels } from "../../metrics.ts";
 import type { JobOrigin } from "../job-module.ts";
+import type { ClaimHolder, ClaimResult } from "../process-claims.ts";
 import type { FailureKind } from "../restart-strategy.ts";
 
 /** A worker's start: which job, which share of it, and its ends of the thread channels. */
@@ -38,7 +39,8 @@ export type ToWorker =
   | { readonly type: "stop" }
   | { readonly type: "finish" }
   | { readonly type: "close" }
-  | { readonly type: "cancel"; readonly reason: WireError };
+  | { readonly type: "cancel"; readonly reason: WireError }
+  | { readonly type: "claimed"; readonly request: number; readonly result: ClaimResult };
 
 /** One call a worker's tasks made on the job's metrics, replayed in the main thread. */
 export type MetricsCall =
@@ -63,7 +65,15 @@ export type FromWorker =
       readonly message: string;
       readonly fields?: Record<string, unknown>;
     }
-  | { readonly type: "report"; readonly read: number; readonly written: number; readonly metrics: MetricsCall[] };
+  | { readonly type: "report"; readonly read: number; readonly written: number; readonly metrics: MetricsCall[] }
+  | {
+      readonly type: "claim";
+      readonly request: number;
+      readonly namespace: string;
+      readonly name: string;
+      readonly holder: ClaimHolder;
+    }
+  | { readonly type: "release"; readonly namespace: string; readonly name: string; readonly part: number };
 
 /** An error as it crosses: what the restart strategy and the user need of it, classified where it happened. */
 export interface WireError {
