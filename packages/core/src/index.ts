@@ -38,6 +38,7 @@ export {
   jsonExchangeCodec,
   structuredExchangeCodec,
 } from "./runtime/exchange/exchange-codec.ts";
+export type { Execution } from "./runtime/execution-options.ts";
 export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
 export {
