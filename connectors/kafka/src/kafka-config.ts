@@ -101,8 +101,9 @@ export async function checkTransactionTimeoutAgainstBroker(
   transactionTimeoutMs: number,
 ): Promise<number> {
   const admin = kafka.admin();
-  await admin.connect();
   try {
+    // Inside the try: a connect that fails half way (the broker restarting) may hold a socket.
+    await admin.connect();
     const { brokers } = await admin.describeCluster();
     let maximum: number | undefined;
     for (const broker of brokers) {
@@ -137,6 +138,6 @@ export async function checkTransactionTimeoutAgainstBroker(
     }
     return maximum;
   } finally {
-    await admin.disconnect();
+    await admin.disconnect().catch(() => {});
   }
 }

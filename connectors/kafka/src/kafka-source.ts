@@ -207,8 +207,9 @@ class KafkaSourceReader<T> implements SourceReader<T> {
       fromBeginning: (start.fallback ?? "earliest") === "earliest",
     });
     const admin = (this.kafka as Kafka).admin();
-    await admin.connect();
     try {
+      // Inside the try: a connect that fails half way (the broker restarting) may hold a socket.
+      await admin.connect();
       const topics = [...new Set(partitions.map((p) => p.topic))];
       const committed = await admin.fetchOffsets({ groupId: this.options.groupId as string, topics });
       for (const { topic, partitions: parts } of committed) {
@@ -218,7 +219,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
         }
       }
     } finally {
-      await admin.disconnect();
+      await admin.disconnect().catch(() => {});
     }
     return fallback;
   }

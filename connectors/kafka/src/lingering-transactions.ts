@@ -42,9 +42,10 @@ export class KafkaLingeringTransactions implements LingeringWorkFinder {
 
   private async connected(): Promise<InternalCluster> {
     if (!this.cluster) {
+      // Kept before it connects: a connect that fails half way may hold a socket for close().
       const cluster = createCluster(this.kafka);
-      await cluster.connect();
       this.cluster = cluster;
+      await cluster.connect();
     }
     return this.cluster;
   }

@@ -142,7 +142,7 @@ export class JobExecution implements Execution, CoordinatorTargets, CheckpointAc
       await group.close();
     } catch (error) {
       this.fail(error);
-      await settle(this.taskRuns, this.options.logger);
+      await settle([...this.taskRuns, ...(this.group?.openCalls() ?? [])], this.options.logger);
       await this.group?.close().catch(() => {});
       throw this.failure;
     } finally {

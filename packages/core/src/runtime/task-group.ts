@@ -301,8 +301,25 @@ export class TaskGroup {
 
   /** Recovery (R): readers open, then sinks commit restored pending work and abort the rest (docs/design.md §2). */
   async open(): Promise<void> {
-    await Promise.all(this.sources.map((t) => t.reader.open?.()));
-    await Promise.all(this.sinks.map((t) => t.sink.open(t.context)));
+    await Promise.all(this.track(this.sources.map((t) => t.reader.open?.())));
+    await Promise.all(this.track(this.sinks.map((t) => t.sink.open(t.context))));
+  }
+
+  private readonly opens: Promise<unknown>[] = [];
+
+  private track<T>(calls: Array<Promise<T> | T>): Array<Promise<T> | T> {
+    for (const call of calls) if (call instanceof Promise) this.opens.push(call.catch(() => {}));
+    return calls;
+  }
+
+  /**
+   * The opens under way. One failed open fails the attempt at once, while the others may go
+   * on (a client retrying its connection): the attempt waits for them too before it closes
+   * the sinks, or a client that connects after the close would be left open, holding the
+   * process, or recover beside the next attempt.
+   */
+  openCalls(): readonly Promise<unknown>[] {
+    return this.opens;
   }
 
   /** Every task's run; each settles (never rejects) and reports its failure to `fail`. */
