@@ -159,7 +159,15 @@ const suites: Suite[] = [
   {
     connector: "kafka",
     script: fileURLToPath(new URL("./cases/kafka-cases.ts", import.meta.url)),
-    cases: ["exactly-once (1 s)", "exactly-once (100 ms)", "at-least-once", "raw", "naive"],
+    cases: [
+      "exactly-once (1 s)",
+      "exactly-once (100 ms)",
+      "at-least-once",
+      "exactly-once (1 s), P=1",
+      "exactly-once (1 s), P=2, 2 workers",
+      "raw",
+      "naive",
+    ],
     raw: "raw",
     naive: "naive",
     // Its 100 ms checkpoints commit several times even in a short run of the unpaced input.

@@ -3,4 +3,4 @@ import { silentLogger } from "@exactly/core";
 import { startWindowSumJob, type WindowSumConfig } from "./window-sum.ts";
 
 const config = JSON.parse(process.env.WINDOW_SUM_CONFIG ?? "{}") as WindowSumConfig;
-await startWindowSumJob(config, silentLogger).result;
+await (await startWindowSumJob(config, silentLogger)).result;

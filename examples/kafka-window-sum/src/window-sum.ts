@@ -3,7 +3,14 @@
  * Kafka topic in → keyBy(key) → tumbling 1 s event-time windows summing `value` → Kafka topic out,
  * written in one Kafka transaction per checkpoint.
  */
-import { type JobClient, type Logger, StreamJob, TumblingEventTimeWindows } from "@exactly/core";
+import {
+  type JobClient,
+  type JobRuntime,
+  type Logger,
+  loadJob,
+  StreamJob,
+  TumblingEventTimeWindows,
+} from "@exactly/core";
 import { KafkaSource, kafkaSink } from "@exactly/kafka";
 
 export interface Event {
@@ -53,12 +60,31 @@ export interface WindowSumConfig {
   readonly input: string;
   readonly output: string;
   readonly checkpoints: string;
+  /** Worker threads for the subtasks; default the machine's cores (at most 2, the job's parallelism). */
+  readonly workers?: number;
 }
 
-export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobClient {
+/** Loads the job from this module (so that its subtasks can run on worker threads) and starts it. */
+export async function startWindowSumJob(config: WindowSumConfig, logger: Logger): Promise<JobClient> {
+  const job = await loadJob(new URL(import.meta.url), {
+    params: config as unknown as Record<string, unknown>,
+    runtime: { logger },
+  });
+  return job.start();
+}
+
+/**
+ * The job, as a module builds it: every worker thread calls this again with the same config.
+ * The source reads on one subtask; the window stage and the sink run two, subtask i on thread
+ * i mod 2, so the keyBy edge to subtask 1 crosses threads and each thread has its own Kafka sink.
+ */
+export default function windowSumJob({ params, logger, metrics }: JobRuntime): StreamJob {
+  const config = params as unknown as WindowSumConfig;
   const job = new StreamJob({
     name: "kafka-window-sum",
     parallelism: 2,
+    ...(config.workers === undefined ? {} : { workers: config.workers }),
+    metrics,
     checkpoint: { storage: config.checkpoints, intervalMs: 50, timeoutMs: 10_000 },
     // The default restart strategy: a broker outage is ridden through (restarted with backoff
     // for as long as it lasts), a permanent failure ends the job with its error.
@@ -93,5 +119,5 @@ export function startWindowSumJob(config: WindowSumConfig, logger: Logger): JobC
       }),
       { name: "window-sums" },
     );
-  return job.start();
+  return job;
 }

@@ -5,12 +5,11 @@
  * its own, except `raw`, the baseline, which writes the same records with a bare producer.
  */
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { DeliveryGuarantee, StreamJob, silentLogger } from "@exactly/core";
-import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
+import { DeliveryGuarantee, loadJob, silentLogger } from "@exactly/core";
 import kafkajs from "kafkajs";
 import { benchRecord, executeAndReport, report, resuming, runId } from "../bench-protocol.ts";
+import type { KafkaBenchParams } from "./kafka-job.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -28,25 +27,18 @@ async function createOutput(): Promise<void> {
   await admin.disconnect();
 }
 
-async function framework(guarantee: DeliveryGuarantee, intervalMs: number): Promise<void> {
+async function framework(
+  guarantee: DeliveryGuarantee,
+  intervalMs: number,
+  parallelism = 2,
+  workers = 1,
+): Promise<void> {
   await createOutput();
-  const job = new StreamJob({
-    name: `bench-${name}`,
-    parallelism: 2,
-    checkpoint: { storage: join(dir, "checkpoints"), intervalMs },
-    logger: silentLogger,
+  const params: KafkaBenchParams = { name, brokers, input, output, dir, guarantee, intervalMs, parallelism, workers };
+  const job = await loadJob(new URL("./kafka-job.ts", import.meta.url), {
+    params: params as unknown as Record<string, unknown>,
+    runtime: { logger: silentLogger },
   });
-  job.fromSource(new KafkaSource({ brokers, topics: [input], stopAtLatest: true, deserializer: valueAsString })).sinkTo(
-    kafkaSink<string | null>({
-      brokers,
-      topic: output,
-      guarantee,
-      transactionalIdPrefix: output,
-      transactionTimeoutMs: 120_000,
-      serializer: (value) => ({ value }),
-    }),
-    { name: "kafka-out" },
-  );
   await executeAndReport(job, records);
 }
 
@@ -125,6 +117,9 @@ const cases: Record<string, () => Promise<void>> = {
   "exactly-once (1 s)": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000),
   "exactly-once (100 ms)": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 100),
   "at-least-once": () => framework(DeliveryGuarantee.AT_LEAST_ONCE, 1000),
+  // The multicore issue's pair: the kafkajs path is CPU-bound, so a second thread should show.
+  "exactly-once (1 s), P=1": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
+  "exactly-once (1 s), P=2, 2 workers": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 2, 2),
   raw,
   naive,
 };

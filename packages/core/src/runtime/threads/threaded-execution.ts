@@ -34,6 +34,14 @@ const WORKER_ENTRY = new URL(
   import.meta.url,
 );
 
+/**
+ * Each worker's young generation, in MB. Measured on the demo job (3,000,000 records, P=2 on
+ * 2 workers, 2 cores): V8's default gave 2.33–2.38 M records/s at 382–389 MB peak RSS;
+ * 32 MB gave 2.50–2.60 M at 219 MB; 64 and 96 MB the same rate at 280 MB. Batches die
+ * young, so a small young generation loses nothing and keeps memory down.
+ */
+const WORKER_YOUNG_GENERATION_MB = 32;
+
 interface WorkerHandle {
   readonly index: number;
   readonly thread: Worker;
@@ -209,7 +217,11 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
         receivers: receivers[index] as Record<string, MessagePort>,
         metrics: this.options.metrics !== noMetrics,
       };
-      const thread = new Worker(WORKER_ENTRY, { workerData: setup, transferList: own });
+      const thread = new Worker(WORKER_ENTRY, {
+        workerData: setup,
+        transferList: own,
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      });
       const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
       const handle: WorkerHandle = { index, thread, read: 0, written: 0, exited, claims: new Set() };
       this.workers.push(handle);

@@ -1,0 +1,47 @@
+/**
+ * The Kafka bench job as a module (kafka-cases.ts loads it), so that its subtasks can run on
+ * worker threads: the pre-filled input topic → the Kafka sink, at the parallelism and on the
+ * threads its params say.
+ */
+import { join } from "node:path";
+import { type DeliveryGuarantee, type JobRuntime, StreamJob } from "@exactly/core";
+import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
+
+export interface KafkaBenchParams {
+  readonly name: string;
+  readonly brokers: string[];
+  readonly input: string;
+  readonly output: string;
+  readonly dir: string;
+  readonly guarantee: DeliveryGuarantee;
+  readonly intervalMs: number;
+  readonly parallelism: number;
+  readonly workers: number;
+}
+
+export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob {
+  const p = params as unknown as KafkaBenchParams;
+  const job = new StreamJob({
+    name: `bench-${p.name}`,
+    parallelism: p.parallelism,
+    workers: p.workers,
+    checkpoint: { storage: join(p.dir, "checkpoints"), intervalMs: p.intervalMs },
+    logger,
+  });
+  job
+    .fromSource(
+      new KafkaSource({ brokers: p.brokers, topics: [p.input], stopAtLatest: true, deserializer: valueAsString }),
+    )
+    .sinkTo(
+      kafkaSink<string | null>({
+        brokers: p.brokers,
+        topic: p.output,
+        guarantee: p.guarantee,
+        transactionalIdPrefix: p.output,
+        transactionTimeoutMs: 120_000,
+        serializer: (value) => ({ value }),
+      }),
+      { name: "kafka-out" },
+    );
+  return job;
+}
