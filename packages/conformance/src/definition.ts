@@ -145,4 +145,10 @@ export interface ConformanceDefinition<O = unknown> {
   teardown?(scope: ScenarioScope): Promise<void>;
   /** Scenarios this sink does not run, each with the reason the report prints. */
   readonly skip?: Partial<Record<ScenarioName, string>>;
+  /**
+   * Optional: worker threads for every scenario's job (subtask i on thread i mod `workers`),
+   * to run the whole suite with the sink's subtasks on different threads. Default 1: one
+   * event loop, except in the `worker-threads` scenario, which always uses two.
+   */
+  readonly workers?: number;
 }

@@ -236,6 +236,7 @@ async function attemptScenario(
     checkpointIntervalMs: 100,
     checkpointTimeoutMs: 5_000,
     notifications: "normal",
+    ...(definition.workers === undefined ? {} : { workers: definition.workers }),
   };
   const exactlyOnce = sink.guarantee === DeliveryGuarantee.EXACTLY_ONCE;
   const upserts = sink.capabilities.upserts === true;
