@@ -17,6 +17,8 @@ export interface PostgresConnection {
   query(statement: string, values?: readonly unknown[]): Promise<QueryResult>;
   /** Streams lines of COPY's text format into `statement` (`COPY … FROM STDIN`); returns the rows copied. */
   copyFrom(statement: string, lines: readonly string[]): Promise<number>;
+  /** Streams bytes of COPY's text format, whole lines, into `statement`, as they come; returns the rows copied. */
+  copyBytes(statement: string, chunks: AsyncIterable<Uint8Array>): Promise<number>;
   /** Closed by the server or the network: every call fails; connect again. */
   readonly broken: boolean;
   close(): Promise<void>;

@@ -1,9 +1,11 @@
 import {
+  type Batch,
   type CheckpointCommitter,
   GenericWriteAheadSink,
   IoTurns,
+  type LoggedRecords,
   ownsSubtaskIndex,
-  type RecordPosition,
+  RecordWriteError,
   type SinkCapabilities,
   type SinkContext,
 } from "@exactly/core";
@@ -13,11 +15,11 @@ import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
 import { RowBuffer } from "./row-buffer.ts";
-import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
+import { isRejection, rejectedCopy, type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkTable, lockSinkName } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
-import { logDeadLetter, logRow, readLogged } from "./write-ahead-log.ts";
+import { decodePositions, logDeadLetter, logRows, positionOfRow, readLogEntries, rowLines } from "./write-ahead-log.ts";
 import { WriteOuts } from "./write-outs.ts";
 
 export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
@@ -25,11 +27,12 @@ export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
 /**
  * The exactly-once Postgres sink without prepared transactions, on
  * {@link GenericWriteAheadSink}: a checkpoint's records are logged in checkpoint storage
- * (already encoded, so a record that cannot be written fails at once, with its position), and
- * when the checkpoint completes its rows and the progress row `(sink, subtask, checkpoint)`
- * go into one ordinary transaction. Data and marker commit together, so a checkpoint
- * replayed after a crash finds the progress row and is skipped. Needs no server setting: the
- * choice for managed Postgres, where `max_prepared_transactions` is 0.
+ * (already encoded as COPY lines, so a record that cannot be written fails at once, with its
+ * position), and when the checkpoint completes its rows and the progress row
+ * `(sink, subtask, checkpoint)` go into one ordinary transaction. Data and marker commit
+ * together, so a checkpoint replayed after a crash finds the progress row and is skipped.
+ * Needs no server setting: the choice for managed Postgres, where `max_prepared_transactions`
+ * is 0.
  */
 export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> {
   override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, atomicCommits: true };
@@ -46,30 +49,18 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
 
   constructor(options: PostgresWriteAheadSinkOptions<T>) {
     const resolved = resolvePostgresOptions(options);
-    const mapping = resolved.mapping;
-    const deadLetters = resolved.deadLetters;
     const committer: CheckpointCommitter = {
       isCommitted: async (_sinkId, subtask, checkpointId) =>
         (await (this as PostgresWriteAheadSink<T>).committed(subtask)) >= checkpointId,
       commit: async (_sinkId, subtask, checkpointId) =>
         (this as PostgresWriteAheadSink<T>).markCommitted(subtask, checkpointId),
     };
+    // The log is framed by batch (encodeBatch) and read back as bytes; its lines, when
+    // iterated, are the log's own text.
+    const mapping = resolved.mapping;
     super({
       committer,
-      codec: {
-        encode: (record, position: RecordPosition) => {
-          let line: string;
-          try {
-            line = mapping.encodeLine(record);
-          } catch (error) {
-            if (!deadLetters) throw error;
-            return logDeadLetter(encodingDeadLetter(position, record, error));
-          }
-          return logRow(line, position);
-        },
-        // Read back as it is, and taken apart while the rows before it are on their way.
-        decode: (line) => line,
-      },
+      codec: { encode: (record) => mapping.encodeLine(record), decode: (line) => line },
       commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY,
     });
     this.connect = pgConnect(options.connection);
@@ -77,8 +68,36 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     this.mapping = mapping;
     this.bookkeeping = new Bookkeeping(resolved.bookkeepingSchema);
     this.nameLockWaitMs = resolved.nameLockWaitMs;
-    this.deadLetters = deadLetters;
+    this.deadLetters = resolved.deadLetters;
     this.flushRows = resolved.flushRows;
+  }
+
+  /**
+   * A batch's log text: its rows as COPY lines under one header with their positions, and
+   * each record that cannot be encoded as a dead letter (with a dead-letter table) or as the
+   * job's failure, naming its position.
+   */
+  protected override encodeBatch(batch: Batch<T>): readonly string[] {
+    const { values, positions } = batch;
+    const lines: string[] = [];
+    let rowPositions = positions;
+    let letters: string[] | undefined;
+    for (let i = 0; i < values.length; i++) {
+      try {
+        lines.push(this.mapping.encodeLine(values[i] as T));
+      } catch (error) {
+        if (!this.deadLetters) throw new RecordWriteError(positions[i], error);
+        if (!letters) {
+          letters = [];
+          rowPositions = positions.slice(0, i);
+        }
+        letters.push(logDeadLetter(encodingDeadLetter(positions[i], values[i], error)));
+        continue;
+      }
+      if (letters) rowPositions.push(positions[i] as (typeof positions)[number]);
+    }
+    const rows = lines.length > 0 ? logRows(lines, rowPositions) : [];
+    return letters ? [...rows, ...letters] : rows;
   }
 
   get name(): string {
@@ -135,11 +154,36 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
 
   /**
    * Writes a checkpoint's logged rows into the session's open transaction (see
-   * {@link sendAndCommit}), `flushRows` at a time, one write-out on its way while the next
-   * rows are taken out of their log lines. Upserts keep their order: a key's later row is in
-   * a later write-out, or replaces the earlier one in the same.
+   * {@link sendAndCommit}). Appends go to one COPY as the log's bytes, batch after batch,
+   * untouched; upserts, and appends with a dead-letter table, take each row out of its line
+   * (one write-out of `flushRows` on its way while the next are taken out). Upserts keep
+   * their order: a key's later row is in a later write-out, or replaces the earlier one.
    */
-  protected async sendValues(lines: readonly string[]): Promise<void> {
+  protected async sendValues(records: LoggedRecords<string>): Promise<void> {
+    if (!this.mapping.upserts && !this.deadLetters) await this.copyLoggedRows(records);
+    else await this.writeLoggedRows(records);
+  }
+
+  private async copyLoggedRows(records: LoggedRecords<string>): Promise<void> {
+    const session = await this.connection();
+    let rows = 0;
+    async function* bodies(): AsyncGenerator<Uint8Array> {
+      for await (const entry of readLogEntries(records.bytes())) {
+        if (entry.kind !== "rows") throw new Error("a dead letter in the log of a sink without a dead-letter table");
+        rows += entry.rows;
+        yield entry.body;
+      }
+    }
+    try {
+      await session.copyBytes(this.mapping.copyStatement, bodies());
+    } catch (error) {
+      if (!isRejection(error)) throw error;
+      // COPY names the line it refused: the position is read from the log again, only now.
+      throw await rejectedCopy(error, rows, (line) => positionOfRow(records.bytes(), line));
+    }
+  }
+
+  private async writeLoggedRows(records: LoggedRecords<string>): Promise<void> {
     const session = await this.connection();
     const setAside: SetAside | undefined = this.deadLetters && {
       table: this.deadLetters,
@@ -155,10 +199,13 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     };
     // Taking lines apart keeps the CPU busy: the write-out on its way needs turns of its own.
     const turns = new IoTurns();
-    for (const text of lines) {
-      const logged = readLogged(text);
-      if ("line" in logged) buffer.addLine(logged.line, logged.position);
-      else buffer.addDeadLetter(logged.deadLetter);
+    for await (const entry of readLogEntries(records.bytes())) {
+      if (entry.kind === "dead-letter") buffer.addDeadLetter(entry.letter);
+      else {
+        const positions = decodePositions(entry.positions);
+        const lines = rowLines(entry);
+        for (let i = 0; i < lines.length; i++) buffer.addLine(lines[i] as string, positions[i]);
+      }
       if (buffer.size >= this.flushRows) await writeOut();
       else if (turns.due) await turns.take();
     }
@@ -172,7 +219,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
    * whose outcome only the server knows) is skipped.
    */
   protected override async sendAndCommit(
-    records: readonly string[],
+    records: LoggedRecords<string>,
     checkpointId: number,
     subtask: number,
   ): Promise<void> {

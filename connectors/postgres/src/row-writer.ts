@@ -180,6 +180,22 @@ function rejected(
 }
 
 /**
+ * The error to fail the job with when the server refused a COPY of `rows` rows streamed from
+ * elsewhere (a write-ahead log): COPY names the refused line, and `positionOf` finds that
+ * row's position (from 0). Without a line, the error says so and names no record.
+ */
+export async function rejectedCopy(
+  error: ServerError,
+  rows: number,
+  positionOf: (row: number) => Promise<RecordPosition | undefined>,
+): Promise<RecordWriteError> {
+  const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
+  if (!copyLine)
+    return rejected(undefined, error, undefined, ` (in a COPY of ${rows} or more rows; no line was named)`);
+  return rejected(await positionOf(Number(copyLine[1]) - 1), error, copyLine[2]);
+}
+
+/**
  * After the server refused rows inside a transaction: rolls that transaction back (it is
  * aborted anyway), finds the refused row and returns the error to fail the job with. COPY
  * names the line itself; for an upsert statement the rows are bisected, each half tried

@@ -2,6 +2,7 @@ import {
   type CheckpointCommitter,
   ConfigurationError,
   GenericWriteAheadSink,
+  type LoggedRecords,
   ownsSubtaskIndex,
   type RecordPosition,
   RecordWriteError,
@@ -155,11 +156,13 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
 
   /** The checkpoint's operations in calls of `operationsPerCall`, each guarded by the marker. */
   protected override async sendAndCommit(
-    records: readonly LoggedOperations[],
+    logged: LoggedRecords<LoggedOperations>,
     checkpointId: number,
     subtask: number,
   ): Promise<void> {
     const marker = this.markerOf(subtask);
+    // The whole checkpoint: its calls go in one pipeline, and a refused operation names its record.
+    const records = await logged.all();
     const operations: EncodedOperation[] = [];
     /** The index of each record's first operation, in checkpoint order, to name a refused one's record. */
     const firstOperation: number[] = [];

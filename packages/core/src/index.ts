@@ -103,6 +103,7 @@ export {
   GenericWriteAheadSink,
   type GenericWriteAheadSinkOptions,
   jsonCodec,
+  type LoggedRecords,
   type PendingLog,
   type RecordCodec,
   type WriteAheadState,

@@ -14,6 +14,7 @@ import {
   FileSystemCheckpointStorage,
   GeneratorSource,
   GenericWriteAheadSink,
+  type LoggedRecords,
   type Logger,
   StreamJob,
   silentLogger,
@@ -148,11 +149,11 @@ class PaddedWriteAheadSink extends GenericWriteAheadSink<number, { i: number; pa
   }
 
   protected override async sendAndCommit(
-    records: readonly { i: number; pad: string }[],
+    records: LoggedRecords<{ i: number; pad: string }>,
     checkpointId: number,
     subtask: number,
   ): Promise<void> {
-    this.rows.push(...records);
+    this.rows.push(...(await records.all()));
     this.marks.add(`${this.context.sinkId}/${subtask}/${checkpointId}`);
   }
 }

@@ -32,6 +32,28 @@ describe("FileSystemCheckpointStorage", () => {
     expect(await storage.highestCheckpointId()).toBe(3);
   });
 
+  it("reads a write-ahead log back as lines and as the same bytes, in order, after it is synced and reopened", async () => {
+    const dir = await tempDir();
+    const log = new FileSystemCheckpointStorage(dir).logStore("sink/0");
+    const line = (i: number) => `${i}\tzoë ${"y".repeat(100)}`;
+    const total = 30_000; // ~3 MB: several chunks of a read
+    for (let i = 0; i < total; i += 1000)
+      await log.append(
+        "0-1",
+        Array.from({ length: 1000 }, (_, j) => line(i + j)),
+      );
+    await log.sync("0-1");
+    const again = new FileSystemCheckpointStorage(dir).logStore("sink/0");
+    const lines: string[] = [];
+    for await (const batch of again.read("0-1")) lines.push(...batch);
+    expect(lines.length).toBe(total);
+    expect(lines.every((l, i) => l === line(i))).toBe(true);
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of again.readBytes("0-1")) chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(Buffer.concat(chunks).toString()).toBe(lines.map((l) => `${l}\n`).join(""));
+  });
+
   it("keeps the last K completed checkpoints", async () => {
     const dir = await tempDir();
     const storage = new FileSystemCheckpointStorage(dir, { retained: 2 });

@@ -391,6 +391,14 @@ class S3LogStore implements LogStore {
     }
   }
 
+  async *readBytes(name: string): AsyncIterable<Uint8Array> {
+    const { keys } = await this.storage.listKeys(`${this.nameKey(name)}/`);
+    for (const key of keys.sort()) {
+      const text = await this.storage.getObject(key);
+      if (text) yield Buffer.from(text);
+    }
+  }
+
   async delete(name: string): Promise<void> {
     this.buffers.delete(name);
     await this.storage.deletePrefix(`${this.nameKey(name)}/`);

@@ -103,6 +103,11 @@ export function s3CheckpointStorageSuite(server: string, s3Config: () => S3Confi
         for await (const lines of open().logStore("sink/0").read("chk-1")) read.push(...lines);
         expect(read.length).toBe(total);
         expect(read.every((l, i) => l === line(i))).toBe(true);
+        // As bytes, the same log: every line with its "\n", in order across the segments.
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of open().logStore("sink/0").readBytes("chk-1")) chunks.push(chunk);
+        expect(chunks.length).toBeGreaterThan(1);
+        expect(Buffer.concat(chunks).toString()).toBe(read.map((l) => `${l}\n`).join(""));
         expect((await log.list()).sort()).toEqual(["chk-1", "chk-2"]);
         await log.delete("chk-1");
         expect(await log.list()).toEqual(["chk-2"]);

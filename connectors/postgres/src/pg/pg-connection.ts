@@ -81,6 +81,28 @@ class PgConnection implements PostgresConnection {
     return stream.rowCount;
   }
 
+  async copyBytes(statement: string, chunks: AsyncIterable<Uint8Array>): Promise<number> {
+    if (this.lost) throw new TransientError("postgres connection lost earlier; reconnect");
+    const stream = this.client.query(copyStreams.from(statement));
+    // The source's own failure (a log it cannot read) is no lost connection: thrown as it is.
+    let sourceFailed = false;
+    async function* source(): AsyncGenerator<Uint8Array> {
+      try {
+        yield* chunks;
+      } catch (error) {
+        sourceFailed = true;
+        throw error;
+      }
+    }
+    try {
+      await pipeline(Readable.from(source(), { objectMode: false }), stream);
+    } catch (error) {
+      if (sourceFailed) throw error;
+      throw translate(error, this);
+    }
+    return stream.rowCount;
+  }
+
   async close(): Promise<void> {
     this.lost = true;
     await this.client.end().catch(() => {});

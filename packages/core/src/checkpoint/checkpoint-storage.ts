@@ -40,6 +40,8 @@ export interface LogStore {
   sync(name: string): Promise<void>;
   /** The lines appended, in order, in batches (a batch per chunk read, not a promise per line). */
   read(name: string): AsyncIterable<readonly string[]>;
+  /** The same log as bytes, as appended (each line ends in `\n`), in chunks that need not end at a line. */
+  readBytes(name: string): AsyncIterable<Uint8Array>;
   delete(name: string): Promise<void>;
   list(): Promise<string[]>;
   /** Lets go of what the store holds open (file handles), when its sink closes; the logs stay. */

@@ -192,6 +192,12 @@ class FileSystemLogStore implements LogStore {
     if (rest.length > 0) yield [rest];
   }
 
+  async *readBytes(name: string): AsyncIterable<Uint8Array> {
+    yield* createReadStream(join(this.dir, encodeURIComponent(name)), {
+      highWaterMark: 1 << 20,
+    }) as AsyncIterable<Buffer>;
+  }
+
   async delete(name: string): Promise<void> {
     const handle = this.handles.get(name);
     this.handles.delete(name);

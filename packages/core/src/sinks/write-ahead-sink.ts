@@ -48,6 +48,22 @@ export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
   readonly commitRetry?: RetryOptions;
 }
 
+/**
+ * One checkpoint's logged records, as the commit reads them back: in batches, decoded by the
+ * codec, one batch per chunk of the log (not the whole checkpoint in memory at once); every
+ * iteration reads the log again, so a retried commit starts from its first record.
+ */
+export interface LoggedRecords<LOGGED> extends AsyncIterable<readonly LOGGED[]> {
+  /** Every record in one array: for a system that takes a checkpoint in one call. */
+  all(): Promise<LOGGED[]>;
+  /**
+   * The log as written (its lines, each ending in `\n`), in chunks of bytes, undecoded: for a
+   * sink whose log is its system's wire format already, so the commit passes bytes on
+   * without touching each record (the Postgres write-ahead sink's COPY lines).
+   */
+  bytes(): AsyncIterable<Uint8Array>;
+}
+
 export interface PendingLog {
   readonly checkpointId: number;
   /** The subtask that logged the records: the committer's key even after a rescale. */
@@ -94,12 +110,31 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
 
   // #region hooks
   /** Writes one checkpoint's records to the external system. */
-  protected abstract sendValues(records: readonly LOGGED[], checkpointId: number): Promise<void>;
+  protected abstract sendValues(records: LoggedRecords<LOGGED>, checkpointId: number): Promise<void>;
 
   /** Sends and marks as committed. Override to do both in one transaction. */
-  protected async sendAndCommit(records: readonly LOGGED[], checkpointId: number, subtask: number): Promise<void> {
+  protected async sendAndCommit(records: LoggedRecords<LOGGED>, checkpointId: number, subtask: number): Promise<void> {
     await this.sendValues(records, checkpointId);
     await this.committer.commit(this.context.sinkId, subtask, checkpointId);
+  }
+
+  /**
+   * The log lines of one batch: by default one line per record, from the codec. A sink may
+   * frame a batch instead (a header line before its records, say, with their positions and
+   * byte length), and then reads its log back with {@link LoggedRecords.bytes}. Throws a
+   * `RecordWriteError` naming the record that cannot be logged.
+   */
+  protected encodeBatch(batch: Batch<IN>): readonly string[] {
+    const { values, positions } = batch;
+    const lines = new Array<string>(values.length);
+    for (let i = 0; i < values.length; i++) {
+      try {
+        lines[i] = this.codec.encode(values[i] as IN, positions[i] as RecordPosition);
+      } catch (error) {
+        throw new RecordWriteError(positions[i], error);
+      }
+    }
+    return lines;
   }
   // #endregion hooks
 
@@ -142,17 +177,9 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   }
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
-    const { values, positions } = batch;
-    const lines = new Array<string>(values.length);
-    for (let i = 0; i < values.length; i++) {
-      try {
-        lines[i] = this.codec.encode(values[i] as IN, positions[i] as RecordPosition);
-      } catch (error) {
-        throw new RecordWriteError(positions[i], error);
-      }
-    }
+    const lines = this.encodeBatch(batch);
     if (this.currentRecords === 0) this.currentLogStartedAt = Date.now();
-    this.currentRecords += lines.length;
+    this.currentRecords += batch.values.length;
     await (this.logs as LogStore).append(this.currentLog, lines);
     reachFault("mid-write");
   }
@@ -203,9 +230,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
       await withRetry(
         async () => {
           if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
-          const records: LOGGED[] = [];
-          for await (const lines of logs.read(log.log)) for (const line of lines) records.push(this.codec.decode(line));
-          await this.sendAndCommit(records, log.checkpointId, log.subtask);
+          await this.sendAndCommit(this.loggedRecords(logs, log.log), log.checkpointId, log.subtask);
         },
         (e) => this.isTransient(e),
         this.retry,
@@ -214,5 +239,25 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
       throw new CommitFailedError(log.checkpointId, error);
     }
     await logs.delete(log.log);
+  }
+
+  private loggedRecords(logs: LogStore, name: string): LoggedRecords<LOGGED> {
+    const codec = this.codec;
+    async function* batches(): AsyncGenerator<readonly LOGGED[]> {
+      for await (const lines of logs.read(name)) {
+        const records = new Array<LOGGED>(lines.length);
+        for (let i = 0; i < lines.length; i++) records[i] = codec.decode(lines[i] as string);
+        yield records;
+      }
+    }
+    return {
+      [Symbol.asyncIterator]: batches,
+      all: async () => {
+        const records: LOGGED[] = [];
+        for await (const batch of batches()) for (const record of batch) records.push(record);
+        return records;
+      },
+      bytes: () => logs.readBytes(name),
+    };
   }
 }
