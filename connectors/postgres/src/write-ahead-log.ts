@@ -27,36 +27,61 @@ export type LogEntry =
     }
   | { readonly kind: "dead-letter"; readonly letter: DeadLetter };
 
-/** A run of positions: `[source, split, offset, count]`, numeric offsets counting up by one. */
-type Run = [string, string, number | string, number];
+/**
+ * A run of positions of one source and split, in strides: rows `index + k × indexStep` hold
+ * offsets `offset + k × offsetStep`, for k below `count`. A batch from one split with
+ * consecutive offsets is one run; a generator's or a rebalanced batch, whose splits take
+ * turns record by record, is one run per split; anything else costs a run per record.
+ */
+type Run = [
+  source: string,
+  split: string,
+  index: number,
+  indexStep: number,
+  offset: number | string,
+  offsetStep: number,
+  count: number,
+];
 
-/** Positions as runs: a batch from one split with consecutive offsets is a few bytes, whatever its size. */
+/** Positions as runs (JSON): a few bytes a batch, whatever its size, for the usual sources. */
 export function encodePositions(positions: readonly RecordPosition[]): string {
   const runs: Run[] = [];
-  let run: Run | undefined;
-  for (const p of positions) {
-    if (
-      run !== undefined &&
-      typeof p.offset === "number" &&
-      typeof run[2] === "number" &&
-      run[0] === p.source &&
-      run[1] === p.split &&
-      run[2] + run[3] === p.offset
-    ) {
-      run[3]++;
-      continue;
+  /** The latest run of each source and split seen, most recent last: a batch has few of them. */
+  const open: Run[] = [];
+  for (let i = 0; i < positions.length; i++) {
+    const p = positions[i] as RecordPosition;
+    let at = open.length - 1;
+    while (at >= 0 && ((open[at] as Run)[0] !== p.source || (open[at] as Run)[1] !== p.split)) at--;
+    const run = at >= 0 ? (open[at] as Run) : undefined;
+    if (run && typeof p.offset === "number" && typeof run[4] === "number") {
+      const lastIndex = run[2] + (run[6] - 1) * run[3];
+      const lastOffset = run[4] + (run[6] - 1) * run[5];
+      if (run[6] === 1) {
+        run[3] = i - lastIndex;
+        run[5] = p.offset - lastOffset;
+        run[6] = 2;
+        continue;
+      }
+      if (i - lastIndex === run[3] && p.offset - lastOffset === run[5]) {
+        run[6]++;
+        continue;
+      }
     }
-    run = [p.source, p.split, p.offset, 1];
-    runs.push(run);
+    const next: Run = [p.source, p.split, i, 1, p.offset, 1, 1];
+    runs.push(next);
+    if (run) open[at] = next;
+    else open.push(next);
   }
   return JSON.stringify(runs);
 }
 
 export function decodePositions(text: string): RecordPosition[] {
   const positions: RecordPosition[] = [];
-  for (const [source, split, offset, count] of JSON.parse(text) as Run[]) {
-    if (typeof offset !== "number") positions.push({ source, split, offset });
-    else for (let i = 0; i < count; i++) positions.push({ source, split, offset: offset + i });
+  for (const [source, split, index, indexStep, offset, offsetStep, count] of JSON.parse(text) as Run[]) {
+    if (typeof offset !== "number") positions[index] = { source, split, offset };
+    else
+      for (let k = 0; k < count; k++)
+        positions[index + k * indexStep] = { source, split, offset: offset + k * offsetStep };
   }
   return positions;
 }

@@ -69,7 +69,11 @@ describe("the Postgres write-ahead log", () => {
 
   it("keeps a batch of consecutive offsets as one run, and any other positions exactly", () => {
     const run = Array.from({ length: 1000 }, (_, i) => ({ source: "gen", split: "0", offset: 500 + i }));
-    expect(encodePositions(run)).toBe('[["gen","0",500,1000]]');
+    expect(encodePositions(run)).toBe('[["gen","0",0,1,500,1,1000]]');
+    // A generator's batch: its splits take turns, one run per split.
+    const turns = Array.from({ length: 1000 }, (_, i) => ({ source: "gen", split: String(i % 4), offset: 800 + i }));
+    expect(JSON.parse(encodePositions(turns))).toHaveLength(4);
+    expect(decodePositions(encodePositions(turns))).toEqual(turns);
     const mixed = [
       { source: "gen", split: "0", offset: 1 },
       { source: "gen", split: "0", offset: 3 },
