@@ -1,11 +1,17 @@
-// Both Postgres sinks' whole suites with every scenario's subtasks on two worker threads
-// (each subtask's connections opened in its own thread), beside the one-loop suites.
+// Both Postgres sinks' suites with their scenarios' subtasks on two worker threads
+// (each subtask's connections opened in its own thread), beside the one-loop suites: the scenarios
+// threadedScenarios() names, or every one with EXACTLY_CONFORMANCE=full.
 import { conformanceSuite } from "@exactly/conformance";
 import { describe, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
+import { threadedScenarios } from "../../../test/support/threaded-scenarios.ts";
 import { postgresDefinition } from "./conformance/postgres-sinks.conformance.ts";
 
 for (const kind of ["two-phase", "write-ahead"] as const) {
   const definition = postgresDefinition(pgUrl(), kind);
-  conformanceSuite({ describe, it }, { ...definition, name: `${definition.name} on two worker threads`, workers: 2 });
+  conformanceSuite(
+    { describe, it },
+    { ...definition, name: `${definition.name} on two worker threads`, workers: 2 },
+    { only: threadedScenarios() },
+  );
 }

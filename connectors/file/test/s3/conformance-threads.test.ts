@@ -1,8 +1,10 @@
-// The S3 file sink's whole suite with every scenario's subtasks on two worker threads (each
-// subtask's S3 client made in its own thread), beside the one-loop suites.
+// The S3 file sink's suite with its scenarios' subtasks on two worker threads (each
+// subtask's S3 client made in its own thread), beside the one-loop suites: the scenarios
+// threadedScenarios() names, or every one with EXACTLY_CONFORMANCE=full.
 import { conformanceSuite } from "@exactly/conformance";
 import { describe, it } from "vitest";
 import { s3Config } from "../../../../test/services/endpoints.ts";
+import { threadedScenarios } from "../../../../test/support/threaded-scenarios.ts";
 import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
 
 const definition = s3FileSinkDefinition({
@@ -12,4 +14,8 @@ const definition = s3FileSinkDefinition({
   checkpoints: "file-system",
   parts: "small",
 });
-conformanceSuite({ describe, it }, { ...definition, name: `${definition.name} on two worker threads`, workers: 2 });
+conformanceSuite(
+  { describe, it },
+  { ...definition, name: `${definition.name} on two worker threads`, workers: 2 },
+  { only: threadedScenarios() },
+);
