@@ -15,8 +15,8 @@ export interface QueryResult {
 export interface PostgresConnection {
   /** One statement, values bound as `$1`, `$2` …. */
   query(statement: string, values?: readonly unknown[]): Promise<QueryResult>;
-  /** Streams lines of COPY's text format into `statement` (`COPY … FROM STDIN`); returns the rows copied. */
-  copyFrom(statement: string, lines: readonly string[]): Promise<number>;
+  /** Streams pieces of COPY's text format, each whole lines ending in `\n`, into `statement` (`COPY … FROM STDIN`); returns the rows copied. */
+  copyFrom(statement: string, pieces: readonly string[]): Promise<number>;
   /** Streams bytes of COPY's text format, whole lines, into `statement`, as they come; returns the rows copied. */
   copyBytes(statement: string, chunks: AsyncIterable<Uint8Array>): Promise<number>;
   /** Closed by the server or the network: every call fails; connect again. */

@@ -1,26 +1,76 @@
 /**
  * Rows encoded and waiting to be written, with each row's source position, so a row the
- * server refuses can be named. Appends become COPY text lines; upserts become one `text[]`
- * per column, one row per key (the last record of a key wins: ON CONFLICT cannot touch a
- * row twice in one statement).
+ * server refuses can be named. Appends become COPY text, one piece per batch; upserts become
+ * one `text[]` per column, one row per key (the last record of a key wins: ON CONFLICT cannot
+ * touch a row twice in one statement).
  */
 import { type Batch, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { parseCopyLine } from "./column-types.ts";
 import { type DeadLetter, encodingDeadLetter } from "./dead-letters.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
+/**
+ * Rows in COPY's text format: whole lines, each ending in `\n`, and their positions. A batch's
+ * rows are joined into one piece as they are encoded, so the line of each record is garbage
+ * before the next batch comes, rather than an object that lives until the write-out (the
+ * collector's copying of those was the append path's largest cost).
+ */
+export interface CopyPiece {
+  readonly text: string;
+  readonly rows: number;
+  /** The position of each row of the piece. */
+  readonly positions: readonly (RecordPosition | undefined)[];
+}
+
 export type PendingRows = (
-  | { readonly kind: "copy"; readonly lines: string[] }
-  | { readonly kind: "upsert"; readonly columns: (string | null)[][] }
+  | { readonly kind: "copy"; readonly pieces: readonly CopyPiece[]; readonly rows: number }
+  | {
+      readonly kind: "upsert";
+      readonly columns: (string | null)[][];
+      readonly positions: (RecordPosition | undefined)[];
+    }
 ) & {
-  readonly positions: (RecordPosition | undefined)[];
   /** Records that could not be encoded, for the dead-letter table. */
   readonly setAside: DeadLetter[];
 };
 
+/** The rows to write. */
+export function rowCount(rows: PendingRows): number {
+  return rows.kind === "copy" ? rows.rows : rows.positions.length;
+}
+
+/** The source position of row `row` (from 0). */
+export function positionAt(rows: PendingRows, row: number): RecordPosition | undefined {
+  if (rows.kind === "upsert") return rows.positions[row];
+  let first = 0;
+  for (const piece of rows.pieces) {
+    if (row < first + piece.rows) return piece.positions[row - first];
+    first += piece.rows;
+  }
+  return undefined;
+}
+
+/** Rows `from` to `to` of appended rows as COPY lines, without their `\n` (bisecting a refused write). */
+export function copyLines(rows: Extract<PendingRows, { kind: "copy" }>, from: number, to: number): string[] {
+  const lines: string[] = [];
+  let first = 0;
+  for (const piece of rows.pieces) {
+    if (first + piece.rows > from && first < to) {
+      const pieceLines = piece.text.split("\n");
+      for (let i = Math.max(from, first); i < Math.min(to, first + piece.rows); i++)
+        lines.push(pieceLines[i - first] as string);
+    }
+    first += piece.rows;
+  }
+  return lines;
+}
+
 export class RowBuffer<T> {
   private readonly mapping: CompiledMapping<T>;
-  private lines: string[] = [];
+  private pieces: CopyPiece[] = [];
+  private copyRows = 0;
+  /** Lines added one by one (a write-ahead log's), made into a piece before the next batch or take. */
+  private loose: { lines: string[]; positions: (RecordPosition | undefined)[] } = { lines: [], positions: [] };
   private columns: (string | null)[][];
   private positions: (RecordPosition | undefined)[] = [];
   private keys = new Map<string, number>();
@@ -36,21 +86,46 @@ export class RowBuffer<T> {
 
   /** Rows buffered (for upserts, distinct keys), and dead letters. */
   get size(): number {
-    return this.positions.length + this.setAside.length;
+    return this.copyRows + this.loose.lines.length + this.positions.length + this.setAside.length;
   }
 
   /** Encodes a batch; a record that cannot be encoded fails with a RecordWriteError naming its position. */
   add(batch: Batch<T>): void {
+    if (this.mapping.upserts) this.addUpserts(batch);
+    else this.addAppends(batch);
+  }
+
+  private addAppends(batch: Batch<T>): void {
+    this.sealLoose();
     const { values, positions } = batch;
-    const upserts = this.mapping.upserts;
+    const lines: string[] = new Array(values.length);
+    let kept = 0;
+    // Positions of the rows kept, made only once a record is set aside: batches are not
+    // changed once emitted, so the batch's own array serves the usual case.
+    let keptPositions: RecordPosition[] | undefined;
     for (let i = 0; i < values.length; i++) {
       try {
-        // Appends go straight to their COPY line; upserts need the key's cells.
-        if (upserts) this.addCells(this.mapping.encode(values[i] as T), positions[i]);
-        else {
-          this.lines.push(this.mapping.encodeLine(values[i] as T));
-          this.positions.push(positions[i]);
-        }
+        lines[kept] = this.mapping.encodeLine(values[i] as T);
+        keptPositions?.push(positions[i] as RecordPosition);
+        kept++;
+      } catch (error) {
+        if (!this.settingAside) throw new RecordWriteError(positions[i], error);
+        this.setAside.push(encodingDeadLetter(positions[i], values[i], error));
+        keptPositions ??= positions.slice(0, i);
+      }
+    }
+    if (kept === 0) return;
+    lines.length = kept;
+    lines.push("");
+    this.pieces.push({ text: lines.join("\n"), rows: kept, positions: keptPositions ?? positions });
+    this.copyRows += kept;
+  }
+
+  private addUpserts(batch: Batch<T>): void {
+    const { values, positions } = batch;
+    for (let i = 0; i < values.length; i++) {
+      try {
+        this.addCells(this.mapping.encode(values[i] as T), positions[i]);
       } catch (error) {
         if (!this.settingAside) throw new RecordWriteError(positions[i], error);
         this.setAside.push(encodingDeadLetter(positions[i], values[i], error));
@@ -76,8 +151,17 @@ export class RowBuffer<T> {
       this.addCells(parseCopyLine(line), position);
       return;
     }
-    this.lines.push(line);
-    this.positions.push(position);
+    this.loose.lines.push(line);
+    this.loose.positions.push(position);
+  }
+
+  private sealLoose(): void {
+    const { lines, positions } = this.loose;
+    if (lines.length === 0) return;
+    lines.push("");
+    this.pieces.push({ text: lines.join("\n"), rows: positions.length, positions });
+    this.copyRows += positions.length;
+    this.loose = { lines: [], positions: [] };
   }
 
   /** Adds a dead letter already made (a write-ahead log's record that could not be encoded). */
@@ -87,18 +171,19 @@ export class RowBuffer<T> {
 
   /** What is buffered, and an empty buffer from now on. */
   take(): PendingRows {
-    const positions = this.positions;
     const setAside = this.setAside;
-    this.positions = [];
     this.setAside = [];
     if (!this.mapping.upserts) {
-      const lines = this.lines;
-      this.lines = [];
-      return { kind: "copy", lines, positions, setAside };
+      this.sealLoose();
+      const pending: PendingRows = { kind: "copy", pieces: this.pieces, rows: this.copyRows, setAside };
+      this.pieces = [];
+      this.copyRows = 0;
+      return pending;
     }
-    const columns = this.columns;
+    const pending: PendingRows = { kind: "upsert", columns: this.columns, positions: this.positions, setAside };
     this.columns = this.mapping.columns.map(() => []);
+    this.positions = [];
     this.keys = new Map();
-    return { kind: "upsert", columns, positions, setAside };
+    return pending;
   }
 }

@@ -11,7 +11,7 @@ import { parseCopyLine } from "./column-types.ts";
 import { isTransientPostgresError, type PostgresConnection, ServerError } from "./connection.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
 import { RowRejectedError } from "./errors.ts";
-import type { PendingRows } from "./row-buffer.ts";
+import { copyLines, type PendingRows, positionAt, rowCount } from "./row-buffer.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
 /** Rows per upsert statement: one round trip carries this many. */
@@ -19,10 +19,6 @@ export const UPSERT_ROWS_PER_STATEMENT = 5000;
 
 /** How long the search for a refused row waits for a lock (a pending checkpoint's prepared rows). */
 const DIAGNOSIS_LOCK_TIMEOUT = "5s";
-
-function rowCount(rows: PendingRows): number {
-  return rows.positions.length;
-}
 
 async function writeSlice<T>(
   connection: PostgresConnection,
@@ -34,7 +30,9 @@ async function writeSlice<T>(
   if (rows.kind === "copy") {
     await connection.copyFrom(
       mapping.copyStatement,
-      from === 0 && to === rows.lines.length ? rows.lines : rows.lines.slice(from, to),
+      from === 0 && to === rows.rows
+        ? rows.pieces.map((piece) => piece.text)
+        : [`${copyLines(rows, from, to).join("\n")}\n`],
     );
     return;
   }
@@ -59,14 +57,17 @@ export async function writeRows<T>(
 
 /** The dead letter of row `i`, which the server refused alone with `error`. */
 function refusedRow<T>(mapping: CompiledMapping<T>, rows: PendingRows, i: number, error: ServerError): DeadLetter {
-  const cells = rows.kind === "copy" ? parseCopyLine(rows.lines[i] as string) : rows.columns.map((c) => c[i] ?? null);
+  const cells =
+    rows.kind === "copy"
+      ? parseCopyLine(copyLines(rows, i, i + 1)[0] as string)
+      : rows.columns.map((c) => c[i] ?? null);
   const rowValues: Record<string, string | null> = {};
   mapping.columns.forEach((column, c) => {
     rowValues[column.name] = cells[c] ?? null;
   });
   const copyColumn = error.where?.match(/^COPY [^,]+, line \d+, column ([^:]+)/)?.[1];
   return {
-    position: rows.positions[i],
+    position: positionAt(rows, i),
     sqlstate: error.sqlstate,
     column: error.column ?? copyColumn,
     error: error.detail ? `${error.message}: ${error.detail}` : error.message,
@@ -213,7 +214,7 @@ export async function explainRejection<T>(
   const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
   if (rows.kind === "copy" && copyLine) {
     const line = Number(copyLine[1]) - 1;
-    return rejected(rows.positions[line], error, copyLine[2]);
+    return rejected(positionAt(rows, line), error, copyLine[2]);
   }
   const n = rowCount(rows);
   try {
@@ -235,7 +236,7 @@ export async function explainRejection<T>(
     let to = n;
     let found = await fails(from, to);
     if (!found)
-      return rejected(rows.positions[0], error, undefined, ` (in a statement of ${n} rows; it did not fail again)`);
+      return rejected(positionAt(rows, 0), error, undefined, ` (in a statement of ${n} rows; it did not fail again)`);
     while (to - from > 1) {
       const mid = from + Math.floor((to - from) / 2);
       const left = await fails(from, mid);
@@ -247,13 +248,13 @@ export async function explainRejection<T>(
       }
     }
     const alone = await fails(from, from + 1);
-    if (alone) return rejected(rows.positions[from], alone);
-    return rejected(rows.positions[0], found, undefined, ` (in a statement of ${n} rows; no single row fails alone)`);
+    if (alone) return rejected(positionAt(rows, from), alone);
+    return rejected(positionAt(rows, 0), found, undefined, ` (in a statement of ${n} rows; no single row fails alone)`);
   } catch (diagnosis) {
     // The search itself failed (a lock it waited for, a lost connection): report what is known.
     if (isTransientPostgresError(diagnosis)) throw diagnosis;
     return rejected(
-      rows.positions[0],
+      positionAt(rows, 0),
       error,
       undefined,
       ` (in a statement of ${n} rows; the row could not be singled out)`,

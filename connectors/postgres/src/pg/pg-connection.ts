@@ -14,9 +14,6 @@ import { type PostgresConnect, type PostgresConnection, type QueryResult, Server
 /** A connection string, or `pg`'s client settings (host, port, user, password, database, ssl …). */
 export type PostgresConnectionOptions = string | pg.ClientConfig;
 
-/** Lines per chunk written to a COPY stream: big enough to amortize a write, small enough to stay bounded. */
-const COPY_CHUNK_LINES = 2048;
-
 function translate(error: unknown, connection: PgConnection): Error {
   if (error instanceof pg.DatabaseError && typeof error.code === "string") {
     const fields = {
@@ -65,16 +62,11 @@ class PgConnection implements PostgresConnection {
     }
   }
 
-  async copyFrom(statement: string, lines: readonly string[]): Promise<number> {
+  async copyFrom(statement: string, pieces: readonly string[]): Promise<number> {
     if (this.lost) throw new TransientError("postgres connection lost earlier; reconnect");
     const stream = this.client.query(copyStreams.from(statement));
-    function* chunks() {
-      for (let i = 0; i < lines.length; i += COPY_CHUNK_LINES) {
-        yield `${lines.slice(i, i + COPY_CHUNK_LINES).join("\n")}\n`;
-      }
-    }
     try {
-      await pipeline(Readable.from(chunks()), stream);
+      await pipeline(Readable.from(pieces), stream);
     } catch (error) {
       throw translate(error, this);
     }
