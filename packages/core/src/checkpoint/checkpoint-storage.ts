@@ -35,6 +35,11 @@ export interface RestoredCheckpoint {
 
 /** An append-only log of one sink subtask's records for one checkpoint (write-ahead sinks). */
 export interface LogStore {
+  /**
+   * Adds lines to a log. A store may gather appends and write them behind (the file system's
+   * does): only `sync` promises they are stored, and a write that failed is thrown by a later
+   * append or by `sync`, never lost.
+   */
   append(name: string, lines: readonly string[]): Promise<void>;
   /** Makes everything appended so far durable. */
   sync(name: string): Promise<void>;

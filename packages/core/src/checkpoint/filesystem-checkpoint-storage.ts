@@ -134,8 +134,20 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   }
 }
 
+/** Text a log gathers before it is written: one write of this much, not one per batch. */
+const WRITE_BEHIND_CHARS = 1 << 20;
+
+/** A log open for appends: its file, text not written yet, and the write under way. */
+interface OpenLog {
+  readonly handle: FileHandle;
+  pending: string[];
+  pendingChars: number;
+  /** The write under way; its failure is thrown by the next flush or sync. */
+  writing: Promise<void> | undefined;
+}
+
 class FileSystemLogStore implements LogStore {
-  private readonly handles = new Map<string, FileHandle>();
+  private readonly openLogs = new Map<string, OpenLog>();
   private created = false;
 
   private readonly dir: string;
@@ -144,34 +156,81 @@ class FileSystemLogStore implements LogStore {
     this.dir = dir;
   }
 
-  private async handle(name: string): Promise<FileHandle> {
-    let handle = this.handles.get(name);
-    if (!handle) {
+  private async log(name: string): Promise<OpenLog> {
+    let log = this.openLogs.get(name);
+    if (!log) {
       if (!this.created) {
         await mkdir(this.dir, { recursive: true });
         this.created = true;
       }
-      handle = await open(join(this.dir, encodeURIComponent(name)), "a");
-      this.handles.set(name, handle);
+      log = {
+        handle: await open(join(this.dir, encodeURIComponent(name)), "a"),
+        pending: [],
+        pendingChars: 0,
+        writing: undefined,
+      };
+      this.openLogs.set(name, log);
     }
-    return handle;
+    return log;
   }
 
+  /**
+   * Appends are gathered and written a megabyte at a time, one write under way while the next
+   * text gathers: an awaited write per batch kept the sink waiting on the disk between batches.
+   * Nothing is promised before sync: a log counts only once its checkpoint is durable.
+   */
   async append(name: string, lines: readonly string[]): Promise<void> {
     if (lines.length === 0) return;
-    const handle = await this.handle(name);
-    await writeAll(handle, `${lines.join("\n")}\n`);
+    const log = await this.log(name);
+    const text = `${lines.join("\n")}\n`;
+    log.pending.push(text);
+    log.pendingChars += text.length;
+    if (log.pendingChars >= WRITE_BEHIND_CHARS) await this.flush(log);
+  }
+
+  /** Waits for the write under way (throwing its failure) and starts writing what gathered since. */
+  private async flush(log: OpenLog): Promise<void> {
+    const before = log.writing;
+    log.writing = undefined;
+    await before;
+    if (log.pending.length === 0) return;
+    const text = log.pending.length === 1 ? (log.pending[0] as string) : log.pending.join("");
+    log.pending = [];
+    log.pendingChars = 0;
+    const writing = writeAll(log.handle, text);
+    // Thrown by the next flush or sync; meanwhile not an unhandled rejection.
+    writing.catch(() => {});
+    log.writing = writing;
   }
 
   async sync(name: string): Promise<void> {
-    const handle = await this.handle(name);
-    await handle.sync();
-    await handle.close();
-    this.handles.delete(name);
+    const log = await this.log(name);
+    await this.flush(log);
+    await log.writing;
+    log.writing = undefined;
+    await log.handle.sync();
+    await log.handle.close();
+    this.openLogs.delete(name);
     await fsyncDirectory(this.dir);
   }
 
+  /** Closes a log's file once its write under way ended, however it ended; what gathered is dropped. */
+  private async release(log: OpenLog | undefined): Promise<void> {
+    if (!log) return;
+    await log.writing?.catch(() => {});
+    await log.handle.close();
+  }
+
+  /** Writes out what a log still gathers, if it is open, so a read sees every append. */
+  private async written(name: string): Promise<void> {
+    const log = this.openLogs.get(name);
+    if (!log) return;
+    await this.flush(log);
+    await log.writing;
+  }
+
   async *read(name: string): AsyncIterable<readonly string[]> {
+    await this.written(name);
     // 1 MiB chunks, split into lines here: a checkpoint's log is read at every commit.
     const stream = createReadStream(join(this.dir, encodeURIComponent(name)), {
       encoding: "utf8",
@@ -193,22 +252,23 @@ class FileSystemLogStore implements LogStore {
   }
 
   async *readBytes(name: string): AsyncIterable<Uint8Array> {
+    await this.written(name);
     yield* createReadStream(join(this.dir, encodeURIComponent(name)), {
       highWaterMark: 1 << 20,
     }) as AsyncIterable<Buffer>;
   }
 
   async delete(name: string): Promise<void> {
-    const handle = this.handles.get(name);
-    this.handles.delete(name);
-    await handle?.close();
+    const log = this.openLogs.get(name);
+    this.openLogs.delete(name);
+    await this.release(log);
     await rm(join(this.dir, encodeURIComponent(name)), { force: true });
   }
 
   async close(): Promise<void> {
-    const handles = [...this.handles.values()];
-    this.handles.clear();
-    await Promise.allSettled(handles.map((h) => h.close()));
+    const logs = [...this.openLogs.values()];
+    this.openLogs.clear();
+    await Promise.allSettled(logs.map((log) => this.release(log)));
   }
 
   async list(): Promise<string[]> {
