@@ -36,6 +36,7 @@ export { type Batch, formatPosition, type RecordPosition, type StreamElement } f
 export {
   type ExchangeCodec,
   jsonExchangeCodec,
+  smallInteger,
   structuredExchangeCodec,
 } from "./runtime/exchange/exchange-codec.ts";
 export type { Execution } from "./runtime/execution-options.ts";

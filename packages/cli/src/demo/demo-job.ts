@@ -11,6 +11,7 @@ import {
   loadJob,
   type SinkFactory,
   StreamJob,
+  smallInteger,
 } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
 import { DEMO_SINK_NAME, loadPostgresConnector, type PostgresDemoSink } from "./postgres-target.ts";
@@ -119,11 +120,12 @@ const generatedCodec: ExchangeCodec<{ id: number; key: number }> = {
     }
     return new Uint8Array(numbers.buffer);
   },
+  // Whole numbers go back as small integers, not doubles: see smallInteger.
   decode(bytes) {
     const numbers = new Float64Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 8);
     const values = new Array<{ id: number; key: number }>(numbers.length / 2);
     for (let i = 0; i < values.length; i++)
-      values[i] = { id: numbers[2 * i] as number, key: numbers[2 * i + 1] as number };
+      values[i] = { id: smallInteger(numbers[2 * i] as number), key: smallInteger(numbers[2 * i + 1] as number) };
     return values;
   },
 };

@@ -17,12 +17,24 @@ export class KeyedStateStore<S> {
     this.maxParallelism = maxParallelism;
   }
 
+  /**
+   * The last key looked up and its key group's map: a function reads a key's state and then
+   * updates it, and the second lookup should not hash the key again.
+   */
+  private lastKey: Key | undefined;
+  private lastGroup: Map<Key, S> | undefined;
+
   private group(key: Key, create: boolean): Map<Key, S> | undefined {
+    if (key === this.lastKey && this.lastGroup) return this.lastGroup;
     const kg = keyGroupOf(key, this.maxParallelism);
     let group = this.groups.get(kg);
     if (!group && create) {
       group = new Map();
       this.groups.set(kg, group);
+    }
+    if (group) {
+      this.lastKey = key;
+      this.lastGroup = group;
     }
     return group;
   }
@@ -52,6 +64,8 @@ export class KeyedStateStore<S> {
 
   /** Takes the key groups in `[start, end]` from every restored snapshot. */
   restore(snapshots: readonly KeyedStateSnapshot[], range: { start: number; end: number }): void {
+    this.lastKey = undefined;
+    this.lastGroup = undefined;
     for (const snapshot of snapshots) {
       for (const [kg, entries] of Object.entries(snapshot.groups)) {
         const id = Number(kg);

@@ -1,8 +1,8 @@
 import type { JobMetrics, TaskLabels } from "../metrics.ts";
-import type { Batch, StreamElement } from "../records.ts";
+import type { Batch, RecordPosition, StreamElement } from "../records.ts";
 import type { OutputChannel } from "./channel.ts";
 import type { Edge } from "./job-graph.ts";
-import { keyGroupOf, subtaskForKeyGroup } from "./key-groups.ts";
+import { type Key, keyGroupOf, subtaskForKeyGroup } from "./key-groups.ts";
 
 type Element = StreamElement<unknown>;
 
@@ -14,6 +14,8 @@ class EdgeOutput {
   private readonly maxParallelism: number;
   private readonly waited: (seconds: number) => void;
   private nextTarget = 0;
+  /** Each record's target subtask while a batch is split by key; kept for the next batch. */
+  private targets = new Int32Array(0);
 
   constructor(
     edge: Edge,
@@ -59,28 +61,53 @@ class EdgeOutput {
       await this.push(this.channels[0], { kind: "batch", batch });
       return;
     }
-    const split: Array<Batch<unknown> | undefined> = new Array(parts);
-    const { values, positions, timestamps } = batch;
-    for (let i = 0; i < values.length; i++) {
-      const value = values[i];
-      const target = subtaskForKeyGroup(
-        keyGroupOf(partitioning.keyOf(value), this.maxParallelism),
-        this.maxParallelism,
-        parts,
-      );
-      let part = split[target];
-      if (!part) {
-        part = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
-        split[target] = part;
-      }
-      part.values.push(value);
-      part.positions.push(positions[i] as (typeof positions)[number]);
-      part.timestamps?.push(timestamps?.[i] as number);
-    }
+    const split = this.split(batch, partitioning.keyOf, parts);
     for (let t = 0; t < parts; t++) {
       const part = split[t];
       if (part) await this.push(this.channels[t], { kind: "batch", batch: part });
     }
+  }
+
+  /**
+   * A batch's records by the subtask that owns their key: targets first, then arrays of the
+   * exact size each part needs, so no part grows (and drops) its arrays as it is filled.
+   */
+  private split(
+    batch: Batch<unknown>,
+    keyOf: (value: unknown) => Key,
+    parts: number,
+  ): Array<Batch<unknown> | undefined> {
+    const { values, positions, timestamps } = batch;
+    const n = values.length;
+    if (this.targets.length < n) this.targets = new Int32Array(Math.max(n, 2 * this.targets.length));
+    const targets = this.targets;
+    const counts = new Int32Array(parts);
+    for (let i = 0; i < n; i++) {
+      const target = subtaskForKeyGroup(keyGroupOf(keyOf(values[i]), this.maxParallelism), this.maxParallelism, parts);
+      targets[i] = target;
+      counts[target] = (counts[target] as number) + 1;
+    }
+    const split = new Array<Batch<unknown> | undefined>(parts);
+    for (let t = 0; t < parts; t++) {
+      const count = counts[t] as number;
+      if (count === 0) continue;
+      split[t] = {
+        values: new Array(count),
+        positions: new Array(count),
+        timestamps: timestamps ? new Array(count) : undefined,
+      };
+      counts[t] = 0;
+    }
+    for (let i = 0; i < n; i++) {
+      const t = targets[i] as number;
+      const part = split[t] as Batch<unknown>;
+      const at = counts[t] as number;
+      counts[t] = at + 1;
+      part.values[at] = values[i];
+      part.positions[at] = positions[i] as RecordPosition;
+      if (part.timestamps) part.timestamps[at] = timestamps?.[i] as number;
+    }
+    return split;
   }
 
   async broadcast(element: Element): Promise<void> {

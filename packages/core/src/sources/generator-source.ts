@@ -78,16 +78,18 @@ class GeneratorReader<T> implements SourceReader<T> {
       }
       budget = Math.min(budget, allowed);
     }
-    const values: T[] = [];
-    const positions: RecordPosition[] = [];
     // Take a run from one lane at a time, rotating, so each lane's positions stay contiguous.
     const lane = live[this.turn++ % live.length] as (typeof live)[number];
-    while (values.length < budget && lane.next < this.count) {
-      values.push(this.generate(lane.next));
-      positions.push({ source: this.name, split: lane.id, offset: lane.next });
+    // The batch's size is known before it is made, so its arrays are made at that size.
+    const size = Math.min(budget, Math.ceil((this.count - lane.next) / this.stride));
+    const values = new Array<T>(size);
+    const positions = new Array<RecordPosition>(size);
+    for (let i = 0; i < size; i++) {
+      values[i] = this.generate(lane.next);
+      positions[i] = { source: this.name, split: lane.id, offset: lane.next };
       lane.next += this.stride;
     }
-    this.emitted += values.length;
+    this.emitted += size;
     return { values, positions, timestamps: undefined };
   }
 

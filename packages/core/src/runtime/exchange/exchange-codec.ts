@@ -36,3 +36,18 @@ export const structuredExchangeCodec: ExchangeCodec<unknown> = {
   encode: (values) => serialize(values),
   decode: (bytes) => deserialize(bytes) as unknown[],
 };
+
+/**
+ * A number read from a Float64Array is a double to V8, even when it is a whole number. Put
+ * in an object of a shape the source also makes (a position, a record), it turns that field
+ * into a boxed double for every object of the shape on this thread, the source's included:
+ * an allocation more per field per record, everywhere. Whole numbers go back as small
+ * integers. (Measured on the demo job on two workers: its keyed stage's state lookups and
+ * keyBy split took twice the CPU before.) A codec that decodes numbers from a Float64Array
+ * should pass them through it.
+ */
+export function smallInteger<T>(value: T): T {
+  if (typeof value !== "number") return value;
+  const int = value | 0;
+  return (int === value ? int : value) as T;
+}

@@ -13,7 +13,7 @@ import type { MessagePort } from "node:worker_threads";
 import { CancelledError } from "../../errors.ts";
 import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
 import { Channel, type OutputChannel } from "../channel.ts";
-import type { ExchangeCodec } from "./exchange-codec.ts";
+import { type ExchangeCodec, smallInteger } from "./exchange-codec.ts";
 
 type Element = StreamElement<unknown>;
 
@@ -54,7 +54,8 @@ function decodePositions({ runs, offsets }: EncodedPositions): RecordPosition[] 
   const positions = new Array<RecordPosition>(offsets.length);
   let i = 0;
   for (const [source, split, count] of runs) {
-    for (let end = i + count; i < end; i++) positions[i] = { source, split, offset: offsets[i] as number | string };
+    for (let end = i + count; i < end; i++)
+      positions[i] = { source, split, offset: smallInteger(offsets[i] as number | string) };
   }
   return positions;
 }

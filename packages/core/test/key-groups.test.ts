@@ -1,0 +1,81 @@
+// Where a key goes: its hash decides its key group, which is stored in every checkpoint's keyed
+// state, so the hash of a key must never change between releases. Integer keys are hashed from
+// their digits without making a string; that must give what hashing their string form gives.
+import { describe, expect, it } from "vitest";
+import { KeyedStateStore } from "../src/operators/keyed-state.ts";
+import { smallInteger } from "../src/runtime/exchange/exchange-codec.ts";
+import { hashKey, keyGroupOf } from "../src/runtime/key-groups.ts";
+
+/** FNV-1a over `n${key}` for numbers and the string itself otherwise, then the murmur finalizer. */
+function hashOfStringForm(key: string | number): number {
+  const s = typeof key === "number" ? `n${key}` : key;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+describe("hashKey", () => {
+  it("gives the hashes checkpoints were written with", () => {
+    const pinned: Array<[string | number, number]> = [
+      [0, 793400324],
+      [1, 2855225089],
+      [-1, 2566141547],
+      [1023, 4175201322],
+      [2147483647, 1607494763],
+      [-2147483648, 3507857289],
+      [9007199254740991, 1213202761],
+      [1.5, 9528245],
+      ["user-42", 2083131798],
+      ["", 2872998923],
+    ];
+    for (const [key, hash] of pinned) expect([key, hashKey(key)]).toEqual([key, hash]);
+  });
+
+  it("hashes an integer key from its digits as it hashes the key's string form", () => {
+    const keys: Array<string | number> = [-0, 9, 10, 99, 100, 2 ** 31, -(2 ** 31) - 1, 2 ** 53, 1e21, -2.25];
+    keys.push(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, "n12", "12");
+    for (let i = -2000; i < 2000; i++) keys.push(i);
+    // Spread over the whole safe range, deterministically.
+    for (let i = 1; i < 2000; i++) keys.push(((i * 2654435761) % 2 ** 32) * 2 ** 20 * (i % 2 === 0 ? 1 : -1));
+    const wrong = keys.filter((key) => hashKey(key) !== hashOfStringForm(key));
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe("keyed state", () => {
+  it("keeps each key's value apart when keys alternate within and across key groups", () => {
+    const store = new KeyedStateStore<number>(128);
+    const keys = [1, 2, 3, "a", "b", 1, "a", 4, 4, 2];
+    const expected = new Map<string | number, number>();
+    for (const key of keys) {
+      const next = (store.get(key) ?? 0) + 1;
+      store.set(key, next);
+      expected.set(key, next);
+    }
+    for (const [key, value] of expected) expect([key, store.get(key)]).toEqual([key, value]);
+    store.delete(4);
+    expect(store.get(4)).toBeUndefined();
+    expect(store.get(1)).toBe(2);
+  });
+
+  it("reads restored state, not the maps it held before the restore", () => {
+    const store = new KeyedStateStore<string>(128);
+    store.set(7, "before");
+    const group = keyGroupOf(7, 128);
+    store.restore([{ groups: { [group]: [[7, "restored"]] } }], { start: 0, end: 127 });
+    expect(store.get(7)).toBe("restored");
+  });
+});
+
+describe("smallInteger", () => {
+  it("keeps every value as it was: whole numbers read from a Float64Array, fractions, text", () => {
+    const numbers = Float64Array.of(0, 42, -7, 2 ** 31, 1.5, Number.NaN);
+    expect([...numbers].map(smallInteger)).toEqual([0, 42, -7, 2 ** 31, 1.5, Number.NaN]);
+    expect(smallInteger("12")).toBe("12");
+  });
+});
