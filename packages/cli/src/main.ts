@@ -105,7 +105,11 @@ export function buildProgram(): Command {
       "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
       "exactly-once",
     )
-    .option("--rate <n>", "source records/s, 0 for unlimited (default: paced when --kills > 0)", integer)
+    .option(
+      "--rate <n>",
+      "source records/s, 0 for unlimited (default: paced when --kills > 0, except with --checkpointing at-least-once)",
+      integer,
+    )
     .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres, redis or s3", "file")
     .option("--pg-url <url>", "Postgres connection string for --sink postgres (default: $EXACTLY_PG_URL)")
     .option("--table <name>", "table --sink postgres creates fresh and appends to (default exactly_demo)")
