@@ -6,17 +6,9 @@ import { KeyedStateStore } from "../src/operators/keyed-state.ts";
 import { smallInteger } from "../src/runtime/exchange/exchange-codec.ts";
 import { hashKey, keyGroupOf } from "../src/runtime/key-groups.ts";
 
-/** FNV-1a over `n${key}` for numbers and the string itself otherwise, then the murmur finalizer. */
+/** A number key hashes as the text `n${key}` does: the form checkpoints were first written with. */
 function hashOfStringForm(key: string | number): number {
-  const s = typeof key === "number" ? `n${key}` : key;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return hashKey(typeof key === "number" ? `n${key}` : key);
 }
 
 describe("hashKey", () => {
