@@ -2,9 +2,11 @@
 // state, so the hash of a key must never change between releases. Integer keys are hashed from
 // their digits without making a string; that must give what hashing their string form gives.
 import { describe, expect, it } from "vitest";
+import { ConfigurationError } from "../src/errors.ts";
 import { KeyedStateStore } from "../src/operators/keyed-state.ts";
 import { smallInteger } from "../src/runtime/exchange/exchange-codec.ts";
-import { hashKey, keyGroupOf } from "../src/runtime/key-groups.ts";
+import { hashKey, KeyGroupAssigner, keyGroupOf } from "../src/runtime/key-groups.ts";
+import { StreamJob } from "../src/runtime/stream-job.ts";
 
 /** A number key hashes as the text `n${key}` does: the form checkpoints were first written with. */
 function hashOfStringForm(key: string | number): number {
@@ -36,6 +38,38 @@ describe("hashKey", () => {
     for (let i = 1; i < 2000; i++) keys.push(((i * 2654435761) % 2 ** 32) * 2 ** 20 * (i % 2 === 0 ? 1 : -1));
     const wrong = keys.filter((key) => hashKey(key) !== hashOfStringForm(key));
     expect(wrong).toEqual([]);
+  });
+});
+
+describe("KeyGroupAssigner", () => {
+  it("gives every key the group keyGroupOf gives it, the second time (remembered) as the first", () => {
+    const keys: Array<string | number> = [0, 1, 65535, 65536, -1, 1.5, 2 ** 31, "7", "user-1"];
+    for (let i = 0; i < 70000; i += 13) keys.push(i);
+    for (const maxParallelism of [1, 7, 128, 32768]) {
+      const assigner = new KeyGroupAssigner(maxParallelism);
+      for (const pass of ["first", "second"]) {
+        const wrong = keys.filter((key) => assigner.groupOf(key) !== keyGroupOf(key, maxParallelism));
+        expect([maxParallelism, pass, wrong]).toEqual([maxParallelism, pass, []]);
+      }
+    }
+  });
+
+  it("keeps groups of different maxParallelism apart", () => {
+    const small = new KeyGroupAssigner(2);
+    const large = new KeyGroupAssigner(32768);
+    const keys = Array.from({ length: 500 }, (_, i) => i);
+    for (const key of keys) small.groupOf(key);
+    expect(keys.map((key) => large.groupOf(key))).toEqual(keys.map((key) => keyGroupOf(key, 32768)));
+  });
+
+  it("refuses a job with more key groups than 32,768, naming maxParallelism", () => {
+    const job = () =>
+      new StreamJob({ name: "too-many-groups", maxParallelism: 32769, checkpoint: { storage: "unused" } });
+    expect(job).toThrow(ConfigurationError);
+    expect(job).toThrow(/maxParallelism/);
+    expect(
+      () => new StreamJob({ name: "most-groups", maxParallelism: 32768, checkpoint: { storage: "unused" } }),
+    ).not.toThrow();
   });
 });
 

@@ -1,4 +1,4 @@
-import { type Key, keyGroupOf } from "../runtime/key-groups.ts";
+import { type Key, KeyGroupAssigner } from "../runtime/key-groups.ts";
 
 /** Snapshot of keyed state: key group → entries. JSON-serializable. */
 export interface KeyedStateSnapshot {
@@ -11,10 +11,10 @@ export interface KeyedStateSnapshot {
  */
 export class KeyedStateStore<S> {
   private readonly groups = new Map<number, Map<Key, S>>();
-  private readonly maxParallelism: number;
+  private readonly keyGroups: KeyGroupAssigner;
 
   constructor(maxParallelism: number) {
-    this.maxParallelism = maxParallelism;
+    this.keyGroups = new KeyGroupAssigner(maxParallelism);
   }
 
   /**
@@ -26,7 +26,7 @@ export class KeyedStateStore<S> {
 
   private group(key: Key, create: boolean): Map<Key, S> | undefined {
     if (key === this.lastKey && this.lastGroup) return this.lastGroup;
-    const kg = keyGroupOf(key, this.maxParallelism);
+    const kg = this.keyGroups.groupOf(key);
     let group = this.groups.get(kg);
     if (!group && create) {
       group = new Map();

@@ -51,6 +51,41 @@ export function keyGroupOf(key: Key, maxParallelism: number): number {
   return hashKey(key) % maxParallelism;
 }
 
+/** Integer keys below this have their key group remembered by a {@link KeyGroupAssigner}. */
+const REMEMBERED_KEYS = 65536;
+const UNKNOWN = 0xffff;
+/** The most key groups a job may have (Flink's bound too); every group fits in 16 bits. */
+export const MAX_KEY_GROUPS = 32768;
+
+/**
+ * Key groups for one `maxParallelism`, with the group of each small non-negative integer key
+ * remembered after its first hash (a 128 KiB table, made on the first such key). A keyed
+ * stream hashes every record twice when its stage runs at parallelism > 1 (once to route it,
+ * once for its state), and hashing an integer key's digits cost about three table reads.
+ */
+export class KeyGroupAssigner {
+  readonly maxParallelism: number;
+  private remembered: Uint16Array | undefined;
+
+  constructor(maxParallelism: number) {
+    if (!Number.isInteger(maxParallelism) || maxParallelism < 1 || maxParallelism > MAX_KEY_GROUPS)
+      throw new RangeError(`maxParallelism must be an integer from 1 to ${MAX_KEY_GROUPS}, got ${maxParallelism}`);
+    this.maxParallelism = maxParallelism;
+  }
+
+  groupOf(key: Key): number {
+    if (typeof key === "number" && key >= 0 && key < REMEMBERED_KEYS && (key | 0) === key) {
+      if (this.remembered === undefined) this.remembered = new Uint16Array(REMEMBERED_KEYS).fill(UNKNOWN);
+      const known = this.remembered[key] as number;
+      if (known !== UNKNOWN) return known;
+      const group = keyGroupOf(key, this.maxParallelism);
+      this.remembered[key] = group;
+      return group;
+    }
+    return keyGroupOf(key, this.maxParallelism);
+  }
+}
+
 /** The subtask that owns a key group. Inverse of {@link keyGroupRange}. */
 export function subtaskForKeyGroup(keyGroup: number, maxParallelism: number, parallelism: number): number {
   return Math.floor((keyGroup * parallelism) / maxParallelism);

@@ -2,7 +2,7 @@ import type { JobMetrics, TaskLabels } from "../metrics.ts";
 import type { Batch, RecordPosition, StreamElement } from "../records.ts";
 import type { OutputChannel } from "./channel.ts";
 import type { Edge } from "./job-graph.ts";
-import { type Key, keyGroupOf, subtaskForKeyGroup } from "./key-groups.ts";
+import { type Key, KeyGroupAssigner, subtaskForKeyGroup } from "./key-groups.ts";
 
 type Element = StreamElement<unknown>;
 
@@ -11,7 +11,9 @@ class EdgeOutput {
   private readonly edge: Edge;
   private readonly channels: readonly OutputChannel[];
   private readonly ownIndex: number;
-  private readonly maxParallelism: number;
+  private readonly keyGroups: KeyGroupAssigner;
+  /** The subtask (channel) that owns each key group, for a keyBy edge. */
+  private readonly owners: Uint16Array;
   private readonly waited: (seconds: number) => void;
   private nextTarget = 0;
   /** Each record's target subtask while a batch is split by key; kept for the next batch. */
@@ -27,7 +29,10 @@ class EdgeOutput {
     this.edge = edge;
     this.channels = channels;
     this.ownIndex = ownIndex;
-    this.maxParallelism = maxParallelism;
+    this.keyGroups = new KeyGroupAssigner(maxParallelism);
+    this.owners = new Uint16Array(maxParallelism);
+    for (let kg = 0; kg < maxParallelism; kg++)
+      this.owners[kg] = subtaskForKeyGroup(kg, maxParallelism, channels.length);
     this.waited = waited;
   }
 
@@ -81,9 +86,10 @@ class EdgeOutput {
     const n = values.length;
     if (this.targets.length < n) this.targets = new Int32Array(Math.max(n, 2 * this.targets.length));
     const targets = this.targets;
+    const { keyGroups, owners } = this;
     const counts = new Int32Array(parts);
     for (let i = 0; i < n; i++) {
-      const target = subtaskForKeyGroup(keyGroupOf(keyOf(values[i]), this.maxParallelism), this.maxParallelism, parts);
+      const target = owners[keyGroups.groupOf(keyOf(values[i]))] as number;
       targets[i] = target;
       counts[target] = (counts[target] as number) + 1;
     }

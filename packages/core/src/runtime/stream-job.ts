@@ -22,7 +22,7 @@ import type { ExecutionOptions } from "./execution-options.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
 import { type JobOrigin, originOf } from "./job-module-origin.ts";
 import { type ExecutionPlan, type JobClient, type JobEvents, type JobResult, startJob } from "./job-runner.ts";
-import type { Key } from "./key-groups.ts";
+import { type Key, MAX_KEY_GROUPS } from "./key-groups.ts";
 import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "./restart-strategy.ts";
 import { jobShape, workerCount } from "./threads/placement.ts";
 import { ThreadedExecution } from "./threads/threaded-execution.ts";
@@ -42,7 +42,7 @@ export interface StreamJobOptions {
   readonly name: string;
   /** Default parallelism of every stage. Default 1. */
   readonly parallelism?: number;
-  /** Number of key groups; fixed for the life of the job's state. Default 128. */
+  /** Number of key groups; fixed for the life of the job's state. Default 128, at most 32,768 (as Flink). */
   readonly maxParallelism?: number;
   readonly checkpoint: CheckpointOptions;
   /**
@@ -104,6 +104,11 @@ export class StreamJob {
     this.options = options;
     requirePositiveInteger("parallelism", options.parallelism ?? 1);
     requirePositiveInteger("maxParallelism", options.maxParallelism ?? 128);
+    if ((options.maxParallelism ?? 128) > MAX_KEY_GROUPS)
+      throw new ConfigurationError(
+        "maxParallelism",
+        `must be at most ${MAX_KEY_GROUPS}, got ${options.maxParallelism}`,
+      );
     requirePositiveInteger("checkpoint.intervalMs", options.checkpoint.intervalMs ?? 1000);
     requirePositiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
     if ((options.checkpoint.minPauseMs ?? 0) < 0)
