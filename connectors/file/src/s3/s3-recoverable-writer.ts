@@ -179,7 +179,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * Completes a closed part's upload, settling a failure from what the server holds. Once
    * it is published, the local copies of its parts go.
    */
-  async complete(part: PartDescriptor, reuploaded = false): Promise<void> {
+  async complete(part: PartDescriptor, republished = false): Promise<void> {
     const upload = uploadOf(part);
     const conditional = this.conditionalComplete;
     try {
@@ -196,10 +196,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
       if (conditional && isNotImplemented(error)) {
         // The server cannot promise "never overwrite"; our names are unique per checkpoint, so go on without.
         this.conditionalComplete = false;
-        return this.complete(part, reuploaded);
+        return this.complete(part, republished);
       }
-      const settled = await this.settle(part, upload, error, reuploaded);
-      if (settled === "uploaded again") return this.complete(part, true);
+      const settled = await this.settle(part, upload, error, republished);
       if (settled === "published again") return; // by a completion of its own, which did what follows
     }
     await this.retained.release(
@@ -214,15 +213,15 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * After a failed completion, the object decides: ours (length and nonce match) means an
    * earlier completion went through; another object, or none while the upload is gone, is
    * a lost part. A failure that leaves the question open (server unreachable) is rethrown
-   * for the commit retry. An open upload that lacks parts gets them again from their local
-   * copies ("uploaded again": complete once more), when this machine still has them.
+   * for the commit retry. An open upload that lacks parts, or none at all, is published again
+   * under a new upload from the local copies, when this machine still has them.
    */
   private async settle(
     part: PartDescriptor,
     upload: MultipartUploadState,
     error: unknown,
-    reuploaded: boolean,
-  ): Promise<"published" | "uploaded again" | "published again"> {
+    republished: boolean,
+  ): Promise<"published" | "published again"> {
     let head: HeadObjectCommandOutput | undefined;
     try {
       head = await this.head(upload.bucket, upload.key);
@@ -250,38 +249,28 @@ export class S3RecoverableWriter implements RecoverableWriter {
         { cause: error },
       );
     }
-    if (held !== false) {
-      // The upload is open but lacks parts the state lists. A completion under way elsewhere
-      // (a killed process's request the server still carries out) moves the parts out before
-      // the object appears: give it a moment. If no object comes, the parts are gone: MinIO
-      // removes the parts' metadata before it publishes the object, so a client that died
-      // during its completion can leave an open upload without its parts. Upload them again
-      // from their local copies; without those, the data is lost.
-      if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return "published";
-      const listed = upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ");
-      const holds = [...held].map(([n, etag]) => `${n}:${etag}`).join(" ") || "none";
-      const lacking = upload.parts.filter((p) => unquoted(held.get(p.n) ?? "") !== unquoted(p.etag));
-      const unrecoverable = reuploaded
-        ? "they were uploaded again once already"
-        : await this.uploadAgain(upload, lacking);
-      if (unrecoverable === undefined) return "uploaded again";
-      throw new PartLostError(
-        part,
-        `cannot be published: s3://${upload.bucket}/${upload.key} does not exist and its open upload ${upload.uploadId} ` +
-          `lacks parts the checkpoint lists (the state lists ${listed}; the server holds ${holds}), and ${unrecoverable}; completing it failed with ${said}`,
-      );
-    }
-    // No object and no upload. MinIO can drop both when a client dies during the completion
-    // (the object never appears, the upload answers NoSuchUpload). Unless the object is
-    // still on its way, publish it again, under a new upload, from the local copies.
+    // No object, and the upload gone or open without parts the state lists. MinIO leaves
+    // either when a client dies during its completion: it removes the parts' metadata, moves
+    // their data under the key, and only then writes the object, so the object never appears.
+    // A completion under way elsewhere (a killed process's request the server still carries
+    // out) looks the same until it is done: give it a moment. Then publish the part again
+    // under a new upload from the local copies. Never into the old upload: MinIO has its data
+    // under the key already, and completing it once more answers XMinioObjectExistsAsDirectory
+    // for good, while a new upload of the key completes.
     if (await this.appearsWithin(upload, part, SETTLE_WAIT_MS)) return "published";
-    const unrecoverable = reuploaded
-      ? "its parts were uploaded again once already"
+    const unrecoverable = republished
+      ? "it was published again under a new upload once already"
       : await this.publishAgain(part, upload);
     if (unrecoverable === undefined) return "published again";
+    const left =
+      held === false
+        ? `its upload ${upload.uploadId} is gone`
+        : `its open upload ${upload.uploadId} lacks parts the checkpoint lists (the state lists ` +
+          `${upload.parts.map((p) => `${p.n}:${p.etag}`).join(" ")}; the server holds ` +
+          `${[...held].map(([n, etag]) => `${n}:${etag}`).join(" ") || "none"})`;
     throw new PartLostError(
       part,
-      `was never published: s3://${upload.bucket}/${upload.key} does not exist and its upload ${upload.uploadId} is gone, ` +
+      `was never published: s3://${upload.bucket}/${upload.key} does not exist, ${left}, ` +
         `and ${unrecoverable} (completing it failed with ${said})`,
     );
   }
@@ -320,28 +309,6 @@ export class S3RecoverableWriter implements RecoverableWriter {
     }
     await this.complete({ ...part, recoverable: again }, true);
     await this.retained.release(lost.uploadId);
-    return undefined;
-  }
-
-  /**
-   * Uploads `parts` again from their local copies, each checked against the ETag the
-   * checkpoint lists (the same bytes give the same ETag). Undefined when all went up, else
-   * why they cannot.
-   */
-  private async uploadAgain(
-    upload: MultipartUploadState,
-    parts: MultipartUploadState["parts"],
-  ): Promise<string | undefined> {
-    const paths = parts.map((p) => ({ ...p, path: this.retained.pathOf(upload.uploadId, p.n) }));
-    const missing: number[] = [];
-    for (const p of paths) if (!(await exists(p.path))) missing.push(p.n);
-    if (missing.length > 0) return `this machine has no copy of part ${missing.join(", ")} to upload again`;
-    for (const p of paths) {
-      const etag = await this.uploadPart(upload, p.n, p.path);
-      if (unquoted(etag) !== unquoted(p.etag)) {
-        return `the local copy of part ${p.n} is not what the checkpoint lists (ETag ${etag}, listed ${p.etag})`;
-      }
-    }
     return undefined;
   }
 
