@@ -25,10 +25,10 @@ describe("LineBuffer", () => {
   it("says when enough has gathered to be written out", () => {
     const buffer = new LineBuffer();
     const line = `${"x".repeat(1023)}\n`;
-    const needed = LineBuffer.FLUSH_CHARS / line.length;
+    const needed = LineBuffer.FLUSH_BYTES / line.length;
     for (let i = 1; i < needed; i++) expect(buffer.add(line)).toBe(false);
     expect(buffer.add(line)).toBe(true);
-    expect(buffer.take()?.length).toBe(LineBuffer.FLUSH_CHARS);
+    expect(buffer.take()?.length).toBe(LineBuffer.FLUSH_BYTES);
   });
 
   it("drops what it holds when cleared", () => {
@@ -37,5 +37,30 @@ describe("LineBuffer", () => {
     buffer.clear();
     buffer.add("b\n");
     expect(buffer.take()?.toString()).toBe("b\n");
+  });
+
+  it("reuses its bytes from one take to the next, and grows for lines of several bytes a character", () => {
+    const buffer = new LineBuffer();
+    const fill = (line: (i: number) => string) => {
+      const lines: string[] = [];
+      for (let i = 0; !buffer.add(line(i)); i++) lines.push(line(i));
+      lines.push(line(lines.length));
+      return lines.join("");
+    };
+    const ascii = (i: number) => `${i}${"a".repeat(1023)}\n`;
+    const first = fill(ascii);
+    const taken = buffer.take() as Buffer;
+    expect(taken.toString()).toBe(first);
+    const second = fill(ascii);
+    const again = buffer.take() as Buffer;
+    expect(again.toString()).toBe(second);
+    // The same memory as before: what was taken must be written out before lines are added.
+    expect(again.buffer).toBe(taken.buffer);
+    // Three bytes a character: more bytes than characters, every group whole and in order.
+    const wide = (i: number) => `${i}${"€".repeat(511)}\n`;
+    const third = fill(wide);
+    const grown = buffer.take() as Buffer;
+    expect(grown.toString()).toBe(third);
+    expect(grown.length).toBe(Buffer.byteLength(third));
   });
 });
