@@ -213,8 +213,8 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * After a failed completion, the object decides: ours (length and nonce match) means an
    * earlier completion went through; another object, or none while the upload is gone, is
    * a lost part. A failure that leaves the question open (server unreachable) is rethrown
-   * for the commit retry. An open upload that lacks parts, or none at all, is published again
-   * under a new upload from the local copies, when this machine still has them.
+   * for the commit retry. A part whose upload is gone, or open without its parts, is published
+   * again under a new upload from the local copies, when this machine still has them.
    */
   private async settle(
     part: PartDescriptor,
@@ -276,10 +276,10 @@ export class S3RecoverableWriter implements RecoverableWriter {
   }
 
   /**
-   * Publishes a part whose upload the server lost, under a new upload of the same key and
-   * nonce, from the local copies (each checked against the ETag the checkpoint lists).
-   * Uploads other processes opened for this key in earlier attempts are aborted first: the
-   * state names only the lost upload, so nothing else would ever clean them up. Undefined
+   * Publishes a part whose upload the server lost (gone, or open without its parts), under a
+   * new upload of the same key and nonce, from the local copies (each checked against the
+   * ETag the checkpoint lists). Every open upload of the key is aborted first, the lost one
+   * included: the state names only the lost upload, so nothing else would clean the others up. Undefined
    * when it is published, else why it cannot be.
    */
   private async publishAgain(part: PartDescriptor, lost: MultipartUploadState): Promise<string | undefined> {
