@@ -176,10 +176,24 @@ async function lengthUpToLastNewline(path: string): Promise<number | undefined> 
   }
 }
 
+/**
+ * An open local part writes behind: once one buffer has gathered enough, its bytes go to the
+ * file while the next buffer fills, so the subtask builds lines while the thread pool writes
+ * (demo job, 10,000,000 records, P=1: the loop waited on its writes about a fifth of the run).
+ * At most one write is ever under way, so the data reaches the file in order, and what is
+ * buffered is bounded by two buffers a part.
+ */
 class LocalOpenPart implements OpenPart {
   readonly descriptor: PartDescriptor;
   private readonly handle: FileHandle;
-  private readonly lines = new LineBuffer();
+  /** The buffer lines are added to. */
+  private lines = new LineBuffer();
+  /** The other buffer: its bytes may be under way to the file. */
+  private spare = new LineBuffer();
+  private writing: Promise<void> | undefined;
+  private writingBytes = 0;
+  /** A failed write behind, thrown at the next append or flush. */
+  private writeError: unknown;
   private written = 0;
 
   constructor(descriptor: PartDescriptor, handle: FileHandle) {
@@ -188,14 +202,42 @@ class LocalOpenPart implements OpenPart {
   }
 
   get length(): number {
-    return this.written + this.lines.pending;
+    return this.written + this.writingBytes + this.lines.pending;
   }
 
   append(data: string): Promise<void> | undefined {
-    return this.lines.add(data) ? this.flush() : undefined;
+    return this.lines.add(data) ? this.writeBehind() : undefined;
+  }
+
+  /** Waits for the write under way (if any), then starts writing what has gathered. */
+  private async writeBehind(): Promise<void> {
+    await this.writeSettled();
+    const data = this.lines.take();
+    if (!data) return;
+    // `data` is the full buffer's own bytes: lines go to the other one while they are written.
+    [this.lines, this.spare] = [this.spare, this.lines];
+    this.writingBytes = data.length;
+    this.writing = writeAll(this.handle, data).then(
+      () => {
+        this.writing = undefined;
+        this.writingBytes = 0;
+        this.written += data.length;
+      },
+      (error: unknown) => {
+        this.writing = undefined;
+        this.writingBytes = 0;
+        this.writeError = error;
+      },
+    );
+  }
+
+  private async writeSettled(): Promise<void> {
+    if (this.writing) await this.writing;
+    if (this.writeError !== undefined) throw this.writeError;
   }
 
   async flush(): Promise<void> {
+    await this.writeSettled();
     const data = this.lines.take();
     if (!data) return;
     await writeAll(this.handle, data);
@@ -211,6 +253,8 @@ class LocalOpenPart implements OpenPart {
 
   async discard(): Promise<void> {
     this.lines.clear();
+    // A write under way must end before the handle closes; its failure no longer matters.
+    if (this.writing) await this.writing;
     await this.handle.close().catch(() => {});
   }
 }
