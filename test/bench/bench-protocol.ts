@@ -39,14 +39,19 @@ export function runId(dir: string): string {
   return createHash("sha256").update(dir).digest("hex").slice(0, 8);
 }
 
+/** Reports a case's result, with this process's CPU seconds and peak RSS. */
 export function report(result: Omit<CaseResult, "cpuSeconds" | "peakRssMb">): void {
   const usage = process.resourceUsage();
-  const full: CaseResult = {
+  reportResult({
     ...result,
     cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6,
     peakRssMb: Math.round(usage.maxRSS / 1024),
-  };
-  process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(full)}\n`);
+  });
+}
+
+/** Reports a result whose CPU and memory are not this process's alone (a case of several processes). */
+export function reportResult(result: CaseResult): void {
+  process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
 }
 
 /** The records every case writes: the same generator everywhere. */

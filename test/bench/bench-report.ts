@@ -127,7 +127,8 @@ function row(c: CaseSummary): string[] {
   return [
     c.case,
     `${int(c.recordsPerSecond)}${range}`,
-    c.cpuSecondsPerMillionRecords.toFixed(1),
+    // Two figures past the point: the demo job's cases all spend well under a second a million.
+    c.cpuSecondsPerMillionRecords.toFixed(2),
     String(c.peakRssMb),
     pair(c.checkpointMs),
     pair(c.commitLatencyMs),
