@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { StreamJob } from "@exactly/core";
@@ -52,6 +53,30 @@ export function report(result: Omit<CaseResult, "cpuSeconds" | "peakRssMb">): vo
 /** Reports a result whose CPU and memory are not this process's alone (a case of several processes). */
 export function reportResult(result: CaseResult): void {
   process.stdout.write(`${RESULT_PREFIX}${JSON.stringify(result)}\n`);
+}
+
+/**
+ * Runs one case's child process and gives the result it reported; rejects, naming `label`,
+ * when the process ends badly or reports nothing.
+ */
+export function runCaseProcess(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  label: string,
+): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"], env });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.on("exit", (code, signal) => {
+      const line = out.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
+      if (code !== 0 || !line) reject(new Error(`${label} ended with code ${code} signal ${signal}`));
+      else resolve(JSON.parse(line.slice(RESULT_PREFIX.length)) as CaseResult);
+    });
+  });
 }
 
 /** The records every case writes: the same generator everywhere. */

@@ -24,7 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { type CaseResult, COMMITTED_LINE, RESULT_PREFIX } from "./bench-protocol.ts";
+import { type CaseResult, COMMITTED_LINE, runCaseProcess } from "./bench-protocol.ts";
 import {
   type BenchResults,
   formatSuite,
@@ -290,19 +290,8 @@ function runCase(
   dir: string,
   env: Record<string, string>,
 ): Promise<CaseResult> {
-  return new Promise((resolve, reject) => {
-    const [node, args] = quietNode(script, [name, String(records), dir]);
-    const child = spawn(node, args, { stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, ...env } });
-    let out = "";
-    child.stdout.on("data", (c) => {
-      out += c;
-    });
-    child.on("exit", (code, signal) => {
-      const line = out.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
-      if (code !== 0 || !line) reject(new Error(`case ${name} ended with code ${code} signal ${signal}`));
-      else resolve(JSON.parse(line.slice(RESULT_PREFIX.length)) as CaseResult);
-    });
-  });
+  const [node, args] = quietNode(script, [name, String(records), dir]);
+  return runCaseProcess(node, args, { ...process.env, ...env }, `case ${name}`);
 }
 
 /**

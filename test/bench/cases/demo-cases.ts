@@ -7,7 +7,6 @@
  *   node test/bench/cases/demo-cases.ts <case> <records> <dir>
  * CPU seconds and peak RSS are the whole process's, every thread included.
  */
-import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { open } from "node:fs/promises";
 import { join } from "node:path";
@@ -15,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee, silentLogger } from "@exactly/core";
 import { loadDemoJob } from "../../../packages/cli/src/demo/demo-job.ts";
-import { type CaseResult, executeAndReport, pace, RESULT_PREFIX, report, reportResult } from "../bench-protocol.ts";
+import { type CaseResult, executeAndReport, pace, report, reportResult, runCaseProcess } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -62,23 +61,12 @@ async function bareLoop(): Promise<void> {
 }
 
 /** The P=1 case in a child process of its own, on `count` records in `subdir`. */
-function p1Process(count: number, subdir: string): Promise<CaseResult & { startedAt: number }> {
+async function p1Process(count: number, subdir: string): Promise<CaseResult & { startedAt: number }> {
   const spawnedAt = performance.now();
-  return new Promise((resolve, reject) => {
-    const args = [...process.execArgv, fileURLToPath(import.meta.url), "P=1", String(count), join(dir, subdir)];
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-    });
-    child.on("exit", (code, signal) => {
-      const line = out.split("\n").find((l) => l.startsWith(RESULT_PREFIX));
-      if (code !== 0 || !line) return reject(new Error(`a P=1 process ended with code ${code} signal ${signal}`));
-      const result = JSON.parse(line.slice(RESULT_PREFIX.length)) as CaseResult;
-      // Its startup counts from its own start, which is about when it was spawned.
-      resolve({ ...result, startedAt: spawnedAt + (result.startupMs ?? 0) });
-    });
-  });
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), "P=1", String(count), join(dir, subdir)];
+  const result = await runCaseProcess(process.execPath, args, process.env, "a P=1 process");
+  // Its startup counts from its own start, which is about when it was spawned.
+  return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
 }
 
 /**
