@@ -5,7 +5,7 @@ import { siblingScript } from "@exactly/core/testing";
 import { SingleBar } from "cli-progress";
 import { CHECKPOINT_DIR, type DemoJobConfig, parseCheckpointing, parseGuarantee } from "./demo-job.ts";
 import { type DemoIdentity, prepareOut, previousDemo } from "./demo-out.ts";
-import type { WorkerMessage } from "./demo-protocol.ts";
+import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import { planKills } from "./kill-plan.ts";
 import { type PostgresDemoSink, prepareDemoTable, verifyDemoTable } from "./postgres-target.ts";
 import { clearDemoPrefix, type RedisDemoTarget, verifyDemoRedis } from "./redis-target.ts";
@@ -256,7 +256,10 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   for (let attempt = 1; ; attempt++) {
     let checkpointsNow = 0;
     let outcome: WorkerMessage | undefined;
-    const child: ChildProcess = fork(worker.path, [JSON.stringify(config)], {
+    // The configuration holds the targets' URLs and keys: in the environment, not in argv,
+    // where any local user reads it through ps or /proc/<pid>/cmdline.
+    const child: ChildProcess = fork(worker.path, [], {
+      env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(config) },
       execArgv: worker.execArgv,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });

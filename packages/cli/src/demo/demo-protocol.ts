@@ -1,3 +1,9 @@
+/**
+ * The variable that carries the demo job's configuration (JSON) to the worker. Never argv:
+ * the configuration holds connection URLs and keys, and argv is readable by every local user.
+ */
+export const DEMO_CONFIG_VARIABLE = "EXACTLY_DEMO_CONFIG";
+
 /** Messages from the demo worker to the demo command. */
 export type WorkerMessage =
   | { readonly type: "started"; readonly restoredCheckpointId: number | undefined; readonly workers: number }

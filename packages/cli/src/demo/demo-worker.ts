@@ -5,9 +5,10 @@
 import { consoleLogger, silentLogger } from "@exactly/core";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
 import { DEMO_JOB_NAME, type DemoJobConfig, loadDemoJob } from "./demo-job.ts";
-import type { WorkerMessage } from "./demo-protocol.ts";
+import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 
-const config = JSON.parse(process.argv[2] ?? "{}") as DemoJobConfig;
+const config = JSON.parse(process.env[DEMO_CONFIG_VARIABLE] ?? "{}") as DemoJobConfig;
+delete process.env[DEMO_CONFIG_VARIABLE];
 const send = (message: WorkerMessage) => process.send?.(message);
 
 // Every thread running a generator subtask raises it (demo-job.ts).
