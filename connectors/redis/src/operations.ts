@@ -15,6 +15,8 @@ export type RedisOperation =
   | { readonly op: "set"; readonly key: string; readonly value: string | number }
   | { readonly op: "hSet"; readonly key: string; readonly fields: Readonly<Record<string, string | number>> };
 
+import type { ReservedNames } from "./key-names.ts";
+
 /** An operation as logged: the Redis command, its key (after the prefix) and its arguments. */
 export type EncodedOperation = readonly [command: string, key: string, ...args: (string | number)[]];
 
@@ -39,7 +41,7 @@ function pairs(fields: Readonly<Record<string, string | number>>, what: string):
   return args;
 }
 
-export function encodeOperation(operation: RedisOperation): EncodedOperation {
+function encode(operation: RedisOperation): EncodedOperation {
   const key = operation?.key;
   if (typeof key !== "string" || key.length === 0) throw new Error("an operation's key must be a non-empty string");
   switch (operation.op) {
@@ -64,5 +66,25 @@ export function encodeOperation(operation: RedisOperation): EncodedOperation {
       return ["HSET", key, ...pairs(operation.fields, "hSet")];
     default:
       throw new Error(`unknown operation ${JSON.stringify((operation as { op?: unknown }).op)}`);
+  }
+}
+
+/**
+ * Checks and encodes the operations of the sinks under one prefix: their types (above) and
+ * their keys against the reserved names (see `key-names.ts`). Throws for an operation that
+ * cannot be written.
+ */
+export class OperationEncoder {
+  private readonly names: ReservedNames;
+
+  constructor(names: ReservedNames) {
+    this.names = names;
+  }
+
+  encode(operation: RedisOperation): EncodedOperation {
+    const encoded = encode(operation);
+    const reserved = this.names.check(encoded[1]);
+    if (reserved !== undefined) throw new Error(reserved);
+    return encoded;
   }
 }

@@ -11,7 +11,7 @@ import {
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
-import { versionKeyOf } from "./key-names.ts";
+import { ReservedNames, versionKeyOf } from "./key-names.ts";
 import { type CompiledShape, compileShape, type ValueShape } from "./value-shapes.ts";
 
 export interface RedisUpsertSinkOptions<T> {
@@ -67,12 +67,21 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   private readonly ttlMs: number;
   private readonly writesPerCall: number;
   private readonly acceptLossy: boolean;
+  private readonly reservedNames: ReservedNames;
   private connection: RedisConnection | undefined;
 
   constructor(options: RedisUpsertSinkOptions<T>) {
     super(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: options.maxBufferedRecords });
     if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
     this.connect = ioredisConnect(options.connection);
+    // Under a prefix of only "{", the keys "{a" (no hash tag) and "{{a}" (tag "{a") would share
+    // the version key "{{a}:exactly-version"; under any other prefix, version keys are one per key.
+    if (/^\{+$/.test(options.keyPrefix))
+      throw new ConfigurationError(
+        "keyPrefix",
+        `"${options.keyPrefix}" (only "{") would give two keys one version key`,
+      );
+    this.reservedNames = new ReservedNames(options.keyPrefix);
     this.keyPrefix = options.keyPrefix;
     this.keyOfRecord = options.key;
     this.versionOfRecord = options.version;
@@ -112,6 +121,9 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     for (const write of writes) {
       if (typeof write.key !== "string" || write.key.length === 0)
         throw new RecordWriteError(write.position, new Error("the record's key is empty"));
+      // A version key (or another sink's marker) is no record's key: checked before anything is sent.
+      const reserved = this.reservedNames.check(write.key);
+      if (reserved !== undefined) throw new RecordWriteError(write.position, new Error(reserved));
       const seen = latest.get(write.key);
       if (!seen || write.version >= seen.version) latest.set(write.key, write);
     }
