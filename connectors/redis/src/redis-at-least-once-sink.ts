@@ -9,6 +9,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
@@ -62,6 +63,7 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
   async open(context: SinkContext): Promise<void> {
     this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
   }
 
   writeBatch(batch: Batch<T>): void | Promise<void> {

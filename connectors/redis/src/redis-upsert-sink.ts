@@ -8,6 +8,7 @@ import {
   SinkNotOpenError,
   type Upsert,
 } from "@exactly/core";
+import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
@@ -68,6 +69,8 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   private readonly writesPerCall: number;
   private readonly acceptLossy: boolean;
   private readonly reservedNames: ReservedNames;
+  /** The server's `proto-max-bulk-len`, read at open. */
+  private maxBulkBytes = DEFAULT_MAX_BULK_BYTES;
   private connection: RedisConnection | undefined;
 
   constructor(options: RedisUpsertSinkOptions<T>) {
@@ -95,6 +98,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     await super.open(context);
     this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.maxBulkBytes = await maxBulkBytesOf(this.connection);
   }
 
   protected keyOf(record: T): string {
@@ -136,6 +140,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       let value: (string | number)[];
       try {
         value = this.shape.encode(write.record);
+        for (const argument of value) checkBulkLength(argument, this.maxBulkBytes, "the value");
       } catch (error) {
         throw new RecordWriteError(write.position, error);
       }

@@ -11,6 +11,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
@@ -62,6 +63,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   private readonly configuredName: string | undefined;
   private readonly operationsPerCall: number;
   private readonly acceptLossy: boolean;
+  private readonly encoder: OperationEncoder;
   private sinkName = "";
   private connection: RedisConnection | undefined;
 
@@ -90,6 +92,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
         decode: (line) => JSON.parse(line) as LoggedOperations,
       },
     });
+    this.encoder = encoder;
     this.connect = ioredisConnect(options.connection);
     this.keyPrefix = options.keyPrefix;
     this.configuredName = options.name;
@@ -120,6 +123,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
       );
     }
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's markers would skip them.
       const forgotten = await this.forgetMarkers((index) =>

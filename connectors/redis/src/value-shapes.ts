@@ -1,6 +1,8 @@
 /**
  * How a record becomes the value of its key: a string, a JSON document (stored as a string),
  * or fields of a hash (HSET: the record's fields are set, other fields of the hash stay).
+ * Values are strings or finite numbers (hash fields also booleans): Redis would store NaN or
+ * Infinity as that text, so they are refused. A JSON document is `JSON.stringify`'s text.
  */
 import { ConfigurationError } from "@exactly/core";
 
@@ -24,8 +26,8 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
         script: "string",
         encode: (record) => {
           const v = of(record);
-          if (typeof v !== "string" && typeof v !== "number")
-            throw new Error(`value ${String(v)} is not a string or number`);
+          if (typeof v !== "string" && !(typeof v === "number" && Number.isFinite(v)))
+            throw new Error(`value ${String(v)} is not a string or a finite number`);
           return [v];
         },
       };
@@ -48,8 +50,8 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
         encode: (record) => {
           const args: (string | number)[] = [];
           for (const [field, v] of Object.entries(fields(record))) {
-            if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
-              throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, number or boolean`);
+            if (typeof v !== "string" && typeof v !== "boolean" && !(typeof v === "number" && Number.isFinite(v)))
+              throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, finite number or boolean`);
             args.push(field, typeof v === "boolean" ? String(v) : v);
           }
           if (args.length === 0) throw new Error("a hash needs at least one field");
