@@ -7,10 +7,12 @@
  * Every key, field, member and value is checked, since Redis would store anything else as its
  * text ("", "NaN", "[object Object]"): keys, fields and zAdd members are strings; values,
  * list values and set members are strings or finite numbers; increments are integers below
- * 2^53; scores are finite. Binary values (Buffers) are not supported: the log holds JSON.
+ * 2^53; scores are finite; strings have a UTF-8 form (no lone surrogate). Binary values
+ * (Buffers) are not supported: the log holds JSON.
  */
 import { checkBulkLength, DEFAULT_MAX_BULK_BYTES } from "./bulk-limit.ts";
 import type { ReservedNames } from "./key-names.ts";
+import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 
 export type RedisOperation =
   | { readonly op: "incrBy"; readonly key: string; readonly by: number }
@@ -36,16 +38,22 @@ function shown(value: unknown): string {
 
 function text(value: unknown, what: string): string {
   if (typeof value !== "string") throw new Error(`${what} ${shown(value)} is not a string`);
+  if (!hasUtf8Form(value)) throw new Error(`${what} ${NO_UTF8_FORM}`);
   return value;
 }
 
 function isScalar(value: unknown): value is string | number {
-  return typeof value === "string" || (typeof value === "number" && Number.isFinite(value));
+  return typeof value === "string" ? hasUtf8Form(value) : typeof value === "number" && Number.isFinite(value);
+}
+
+/** Why a value is not a string with a UTF-8 form or a finite number. */
+function notScalar(value: unknown): string {
+  return typeof value === "string" ? NO_UTF8_FORM : `${shown(value)} is not a string or a finite number`;
 }
 
 function scalar(value: unknown, what: string): string | number {
   if (isScalar(value)) return value;
-  throw new Error(`${what} ${shown(value)} is not a string or a finite number`);
+  throw new Error(`${what} ${notScalar(value)}`);
 }
 
 function integer(by: unknown, what: string): number {
@@ -56,8 +64,7 @@ function integer(by: unknown, what: string): number {
 function scalars(values: readonly unknown[], what: string): (string | number)[] {
   if (!Array.isArray(values) || values.length === 0) throw new Error(`${what} needs at least one value`);
   for (let i = 0; i < values.length; i++) {
-    if (!isScalar(values[i]))
-      throw new Error(`${what} value ${i}: ${shown(values[i])} is not a string or a finite number`);
+    if (!isScalar(values[i])) throw new Error(`${what} value ${i}: ${notScalar(values[i])}`);
   }
   return values as (string | number)[];
 }
@@ -67,8 +74,8 @@ function pairs(fields: Readonly<Record<string, unknown>>, what: string): (string
     throw new Error(`${what} fields ${shown(fields)} are not an object of fields`);
   const args: (string | number)[] = [];
   for (const [field, value] of Object.entries(fields)) {
-    if (!isScalar(value))
-      throw new Error(`${what} field ${shown(field)}: ${shown(value)} is not a string or a finite number`);
+    if (!hasUtf8Form(field)) throw new Error(`${what} field name ${NO_UTF8_FORM}`);
+    if (!isScalar(value)) throw new Error(`${what} field ${shown(field)}: ${notScalar(value)}`);
     args.push(field, value);
   }
   if (args.length === 0) throw new Error(`${what} needs at least one field`);
@@ -80,6 +87,7 @@ function encode(operation: RedisOperation): EncodedOperation {
     throw new Error(`operation ${shown(operation)} is not an object`);
   const key = operation.key;
   if (typeof key !== "string" || key.length === 0) throw new Error("an operation's key must be a non-empty string");
+  if (!hasUtf8Form(key)) throw new Error(`the operation's key ${NO_UTF8_FORM}`);
   switch (operation.op) {
     case "incrBy":
       return ["INCRBY", key, integer(operation.by, "incrBy")];

@@ -13,6 +13,7 @@ import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts"
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
 import { ReservedNames, versionKeyOf } from "./key-names.ts";
+import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 import { type CompiledShape, compileShape, type ValueShape } from "./value-shapes.ts";
 
 export interface RedisUpsertSinkOptions<T> {
@@ -125,6 +126,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     for (const write of writes) {
       if (typeof write.key !== "string" || write.key.length === 0)
         throw new RecordWriteError(write.position, new Error("the record's key is empty"));
+      if (!hasUtf8Form(write.key)) throw new RecordWriteError(write.position, new Error(`the key ${NO_UTF8_FORM}`));
       // A version key (or another sink's marker) is no record's key: checked before anything is sent.
       const reserved = this.reservedNames.check(write.key);
       if (reserved !== undefined) throw new RecordWriteError(write.position, new Error(reserved));

@@ -2,8 +2,9 @@
 // operation whose key, field, member, score, increment or value is not a string or a finite
 // number (NaN, undefined, null, an object, a Buffer) fails at the write naming its record,
 // nothing of it logged or sent; an upsert value that is not finite fails its flush naming the
-// record; and a value longer than the server's `proto-max-bulk-len` fails naming the record and
-// the setting, before it reaches the server.
+// record; a string with a lone surrogate, which Redis would store as U+FFFD, is refused; and
+// a value longer than the server's `proto-max-bulk-len` fails naming the record and the
+// setting, before it reaches the server.
 
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -129,6 +130,63 @@ describe("upsert: values are checked", () => {
       expect((error as RecordWriteError).position).toEqual(at(4));
     } finally {
       await sink.close();
+    }
+    await withRedis(redisUrl(), async (client) => expect(await keysUnder(client, prefix)).toEqual([]));
+  });
+});
+
+describe("a string Redis would store changed", () => {
+  // Redis stores bytes: a lone surrogate has no UTF-8 form, and would be stored as U+FFFD.
+  const lone = "a\ud800b";
+
+  it("a lone surrogate in an operation's key, field or value fails the write naming its record", async () => {
+    const prefix = prefixFor("wal-surrogate");
+    const sink = new RedisWriteAheadSink<unknown>({
+      connection: redisUrl(),
+      keyPrefix: prefix,
+      operations: (op) => op as RedisOperation,
+    });
+    await sink.open(await storageContext("wal-surrogate"));
+    try {
+      const ops: RedisOperation[] = [
+        { op: "set", key: "k", value: lone },
+        { op: "set", key: lone, value: "v" },
+        { op: "hIncrBy", key: "h", field: lone, by: 1 },
+        { op: "hSet", key: "h", fields: { [lone]: "v" } },
+        { op: "sAdd", key: "s", members: ["ok", lone] },
+      ];
+      for (const [i, op] of ops.entries()) {
+        const error = await rejection(sink.writeBatch(one(op, i)));
+        expect(error, JSON.stringify(op)).toBeInstanceOf(RecordWriteError);
+        expect((error as RecordWriteError).position).toEqual(at(i));
+      }
+    } finally {
+      await sink.close();
+    }
+  });
+
+  it("a lone surrogate in an upsert's key or string value fails the flush naming its record", async () => {
+    const prefix = prefixFor("upsert-surrogate");
+    for (const [key, value] of [
+      ["k", lone],
+      [lone, "v"],
+    ]) {
+      const sink = new RedisUpsertSink<number>({
+        connection: redisUrl(),
+        keyPrefix: prefix,
+        key: () => key as string,
+        version: (n) => n,
+        value: { shape: "string", of: () => value as string },
+      });
+      await sink.open(sinkContext("upsert-surrogate"));
+      try {
+        await sink.writeBatch(one(9, 9));
+        const error = await rejection(sink.snapshotState(1));
+        expect(error).toBeInstanceOf(RecordWriteError);
+        expect((error as RecordWriteError).position).toEqual(at(9));
+      } finally {
+        await sink.close();
+      }
     }
     await withRedis(redisUrl(), async (client) => expect(await keysUnder(client, prefix)).toEqual([]));
   });
