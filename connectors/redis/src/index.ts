@@ -4,7 +4,7 @@ export {
   type RedisClusterConnection,
   type RedisConnectionOptions,
 } from "./ioredis/ioredis-connection.ts";
-export { hashTag, versionKeyOf } from "./key-names.ts";
+export { globEscape, hashTag, versionKeyOf } from "./key-names.ts";
 export type { EncodedOperation, RedisOperation } from "./operations.ts";
 export { RedisAtLeastOnceSink, type RedisAtLeastOnceSinkOptions } from "./redis-at-least-once-sink.ts";
 export { RedisUpsertSink, type RedisUpsertSinkOptions, sourceOffsetVersion } from "./redis-upsert-sink.ts";

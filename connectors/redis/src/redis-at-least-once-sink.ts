@@ -9,10 +9,12 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
-import { encodeOperation, type RedisOperation } from "./operations.ts";
+import { ReservedNames } from "./key-names.ts";
+import { OperationEncoder, type RedisOperation } from "./operations.ts";
 
 export interface RedisAtLeastOnceSinkOptions<T> {
   /** A `redis://` URL, or ioredis options. Credentials are never logged. */
@@ -42,6 +44,7 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
   private readonly operationsOf: (record: T) => RedisOperation | readonly RedisOperation[];
   private readonly operationsPerFlush: number;
   private readonly acceptLossy: boolean;
+  private readonly encoder: OperationEncoder;
   private connection: RedisConnection | undefined;
   private buffered: (string | number)[][] = [];
   /** The pipeline on its way, if any; a failure is thrown by the next flush or barrier. */
@@ -54,11 +57,13 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
     this.operationsOf = options.operations;
     this.operationsPerFlush = requirePositiveInteger("operationsPerFlush", options.operationsPerFlush ?? 1000);
     this.acceptLossy = options.acceptLossyDurability ?? false;
+    this.encoder = new OperationEncoder(new ReservedNames(options.keyPrefix));
   }
 
   async open(context: SinkContext): Promise<void> {
     this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
   }
 
   writeBatch(batch: Batch<T>): void | Promise<void> {
@@ -67,7 +72,7 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
       try {
         const produced = this.operationsOf(values[i] as T);
         for (const operation of Array.isArray(produced) ? produced : [produced as RedisOperation]) {
-          const [command, key, ...args] = encodeOperation(operation);
+          const [command, key, ...args] = this.encoder.encode(operation);
           this.buffered.push([command, this.keyPrefix + key, ...args]);
         }
       } catch (error) {

@@ -8,10 +8,12 @@ import {
   SinkNotOpenError,
   type Upsert,
 } from "@exactly/core";
+import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
-import { versionKeyOf } from "./key-names.ts";
+import { ReservedNames, versionKeyOf } from "./key-names.ts";
+import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 import { type CompiledShape, compileShape, type ValueShape } from "./value-shapes.ts";
 
 export interface RedisUpsertSinkOptions<T> {
@@ -67,12 +69,23 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   private readonly ttlMs: number;
   private readonly writesPerCall: number;
   private readonly acceptLossy: boolean;
+  private readonly reservedNames: ReservedNames;
+  /** The server's `proto-max-bulk-len`, read at open. */
+  private maxBulkBytes = DEFAULT_MAX_BULK_BYTES;
   private connection: RedisConnection | undefined;
 
   constructor(options: RedisUpsertSinkOptions<T>) {
     super(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: options.maxBufferedRecords });
     if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
     this.connect = ioredisConnect(options.connection);
+    // Under a prefix of only "{", the keys "{a" (no hash tag) and "{{a}" (tag "{a") would share
+    // the version key "{{a}:exactly-version"; under any other prefix, version keys are one per key.
+    if (/^\{+$/.test(options.keyPrefix))
+      throw new ConfigurationError(
+        "keyPrefix",
+        `"${options.keyPrefix}" (only "{") would give two keys one version key`,
+      );
+    this.reservedNames = new ReservedNames(options.keyPrefix);
     this.keyPrefix = options.keyPrefix;
     this.keyOfRecord = options.key;
     this.versionOfRecord = options.version;
@@ -86,6 +99,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     await super.open(context);
     this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.maxBulkBytes = await maxBulkBytesOf(this.connection);
   }
 
   protected keyOf(record: T): string {
@@ -112,6 +126,10 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     for (const write of writes) {
       if (typeof write.key !== "string" || write.key.length === 0)
         throw new RecordWriteError(write.position, new Error("the record's key is empty"));
+      if (!hasUtf8Form(write.key)) throw new RecordWriteError(write.position, new Error(`the key ${NO_UTF8_FORM}`));
+      // A version key (or another sink's marker) is no record's key: checked before anything is sent.
+      const reserved = this.reservedNames.check(write.key);
+      if (reserved !== undefined) throw new RecordWriteError(write.position, new Error(reserved));
       const seen = latest.get(write.key);
       if (!seen || write.version >= seen.version) latest.set(write.key, write);
     }
@@ -124,6 +142,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       let value: (string | number)[];
       try {
         value = this.shape.encode(write.record);
+        for (const argument of value) checkBulkLength(argument, this.maxBulkBytes, "the value");
       } catch (error) {
         throw new RecordWriteError(write.position, error);
       }

@@ -11,11 +11,12 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { maxBulkBytesOf } from "./bulk-limit.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
 import { checkDurability } from "./durability.ts";
 import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
-import { hashTag } from "./key-names.ts";
-import { type EncodedOperation, encodeOperation, type RedisOperation } from "./operations.ts";
+import { globEscape, hashTag, MARKER_NAMESPACE, ReservedNames } from "./key-names.ts";
+import { type EncodedOperation, OperationEncoder, type RedisOperation } from "./operations.ts";
 
 export interface RedisWriteAheadSinkOptions<T> {
   /** A `redis://` URL, or ioredis options. Credentials are never logged. */
@@ -47,8 +48,6 @@ interface LoggedOperations {
 /** The error the apply script gives for a refused operation: `exactly: operation <index> of checkpoint …`. */
 const REFUSED_OPERATION = /exactly: operation (\d+) of checkpoint/;
 
-const MARKER = "exactly-wal:";
-
 /**
  * The exactly-once Redis sink for writes that are not idempotent (INCRBY, HINCRBY, list
  * pushes, set adds, XADD), on {@link GenericWriteAheadSink}: a checkpoint's operations are
@@ -64,11 +63,14 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   private readonly configuredName: string | undefined;
   private readonly operationsPerCall: number;
   private readonly acceptLossy: boolean;
+  private readonly encoder: OperationEncoder;
   private sinkName = "";
   private connection: RedisConnection | undefined;
 
   constructor(options: RedisWriteAheadSinkOptions<T>) {
     if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
+    // Checks each operation at the write, so a bad one fails before its checkpoint is logged.
+    const encoder = new OperationEncoder(new ReservedNames(options.keyPrefix));
     const operationsOf = options.operations;
     const committer: CheckpointCommitter = {
       isCommitted: async (_sinkId, subtask, checkpointId) =>
@@ -82,12 +84,15 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
         encode: (record, position) => {
           const produced = operationsOf(record);
           const list = Array.isArray(produced) ? produced : [produced as RedisOperation];
-          const logged: LoggedOperations = { position, operations: list.map(encodeOperation) };
+          const operations = new Array<EncodedOperation>(list.length);
+          for (let i = 0; i < list.length; i++) operations[i] = encoder.encode(list[i] as RedisOperation);
+          const logged: LoggedOperations = { position, operations };
           return JSON.stringify(logged);
         },
         decode: (line) => JSON.parse(line) as LoggedOperations,
       },
     });
+    this.encoder = encoder;
     this.connect = ioredisConnect(options.connection);
     this.keyPrefix = options.keyPrefix;
     this.configuredName = options.name;
@@ -96,7 +101,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   }
 
   private markerOf(subtask: number): string {
-    return `${this.keyPrefix}${MARKER}${this.sinkName}:${subtask}`;
+    return `${this.keyPrefix}${MARKER_NAMESPACE}${this.sinkName}:${subtask}`;
   }
 
   private get open_(): RedisConnection {
@@ -118,6 +123,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
       );
     }
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
+    this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's markers would skip them.
       const forgotten = await this.forgetMarkers((index) =>
@@ -134,9 +140,11 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   }
 
   private async forgetMarkers(owns: (subtask: number) => boolean): Promise<number> {
-    const prefix = `${this.keyPrefix}${MARKER}${this.sinkName}:`;
-    const found = await this.open_.scanKeys(`${prefix}*`);
+    const prefix = `${this.keyPrefix}${MARKER_NAMESPACE}${this.sinkName}:`;
+    // Escaped: a prefix with glob characters ("pro?:") would match another sink's markers.
+    const found = await this.open_.scanKeys(`${globEscape(prefix)}*`);
     const owned = found.filter((key) => {
+      if (!key.startsWith(prefix)) return false;
       const index = key.slice(prefix.length);
       return /^\d+$/.test(index) && owns(Number(index));
     });

@@ -1,8 +1,12 @@
 /**
  * How a record becomes the value of its key: a string, a JSON document (stored as a string),
  * or fields of a hash (HSET: the record's fields are set, other fields of the hash stay).
+ * Values are strings or finite numbers (hash fields also booleans): Redis would store NaN or
+ * Infinity as that text, so they are refused, and so are strings with a lone surrogate (see
+ * `strings.ts`). A JSON document is `JSON.stringify`'s text, which escapes lone surrogates.
  */
 import { ConfigurationError } from "@exactly/core";
+import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 
 export type ValueShape<T> =
   | { readonly shape: "string"; readonly of: (record: T) => string | number }
@@ -24,8 +28,9 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
         script: "string",
         encode: (record) => {
           const v = of(record);
-          if (typeof v !== "string" && typeof v !== "number")
-            throw new Error(`value ${String(v)} is not a string or number`);
+          if (typeof v !== "string" && !(typeof v === "number" && Number.isFinite(v)))
+            throw new Error(`value ${String(v)} is not a string or a finite number`);
+          if (typeof v === "string" && !hasUtf8Form(v)) throw new Error(`the value ${NO_UTF8_FORM}`);
           return [v];
         },
       };
@@ -48,8 +53,10 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
         encode: (record) => {
           const args: (string | number)[] = [];
           for (const [field, v] of Object.entries(fields(record))) {
-            if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean")
-              throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, number or boolean`);
+            if (typeof v !== "string" && typeof v !== "boolean" && !(typeof v === "number" && Number.isFinite(v)))
+              throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, finite number or boolean`);
+            if (!hasUtf8Form(field) || (typeof v === "string" && !hasUtf8Form(v)))
+              throw new Error(`field ${JSON.stringify(field)}: ${NO_UTF8_FORM}`);
             args.push(field, typeof v === "boolean" ? String(v) : v);
           }
           if (args.length === 0) throw new Error("a hash needs at least one field");

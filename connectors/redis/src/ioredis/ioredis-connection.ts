@@ -4,7 +4,7 @@
  * (`defineCommand`): ioredis sends it by EVALSHA, and after a NOSCRIPT sends the script
  * itself, which loads it again.
  */
-import { TransientError } from "@exactly/core";
+import { ConfigurationError, TransientError } from "@exactly/core";
 import calculateSlot from "cluster-key-slot";
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import type { RedisConnect, RedisConnection, ScriptCall } from "../connection.ts";
@@ -26,8 +26,31 @@ function isCluster(options: RedisConnectionOptions): options is RedisClusterConn
 /** Connection-level failures: the command may or may not have reached the server. */
 const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND"]);
 
+/**
+ * Whether an error, or one it wraps, answers a login (AUTH, or HELLO with AUTH): ioredis keeps
+ * the command on the error, and its arguments are the password, so such an error is never kept.
+ */
+function answersLogin(error: unknown): boolean {
+  for (let depth = 0, e = error as LinkedError | undefined; e && depth < 8; depth++) {
+    const name = e.command?.name;
+    if (name === "auth" || name === "hello") return true;
+    e = (e.lastNodeError ?? e.cause) as LinkedError | undefined;
+  }
+  return false;
+}
+
+interface LinkedError {
+  readonly command?: { readonly name?: unknown };
+  readonly lastNodeError?: unknown;
+  readonly cause?: unknown;
+}
+
 function translate(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
+  if (answersLogin(error)) {
+    const reply = refusedCredentials(error);
+    return reply !== undefined ? credentialsError(reply) : new TransientError(`redis: ${error.message}`);
+  }
   const code = (error as { code?: string }).code;
   const message = error.message;
   if (
@@ -43,6 +66,47 @@ function translate(error: unknown): unknown {
     return new TransientError(`redis: ${message}`, { cause: error });
   }
   return error;
+}
+
+/** Replies that say the credentials are wrong or missing: a setting to fix, not a fault to retry. */
+const REFUSED_CREDENTIALS = /^(WRONGPASS|NOAUTH|NOPERM|ERR invalid password|ERR AUTH)/;
+
+/**
+ * The refusal of the credentials among what the client reported, if any: on a Cluster the reply
+ * is a node's error, which ioredis keeps in `lastNodeError`.
+ */
+function refusedCredentials(error: unknown): string | undefined {
+  for (
+    let e = error as { message?: unknown; lastNodeError?: unknown } | undefined;
+    e;
+    e = e.lastNodeError as typeof e
+  ) {
+    if (typeof e.message === "string" && REFUSED_CREDENTIALS.test(e.message)) return e.message;
+  }
+  return undefined;
+}
+
+/**
+ * A refused login as a ConfigurationError naming `connection`. Only the server's message is
+ * kept: ioredis' error holds the command it answered, whose arguments are the password.
+ */
+function credentialsError(reply: string): ConfigurationError {
+  return new ConfigurationError(
+    "connection",
+    `the server refused the credentials (${reply.split("\n")[0]}); check the user name and password in the URL or options`,
+  );
+}
+
+/**
+ * A URL ioredis could not parse, as a ConfigurationError naming `connection`. Only the parser's
+ * message is kept: its error holds the URL (`input`), password and all.
+ */
+function malformedUrl(error: unknown): ConfigurationError {
+  const reason = error instanceof Error ? error.message : "unreadable";
+  return new ConfigurationError(
+    "connection",
+    `is not a valid Redis URL or node (${reason}); it is not shown here, as it may hold a password`,
+  );
 }
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
@@ -229,25 +293,42 @@ export function ioredisConnect(options: RedisConnectionOptions): RedisConnect {
     // A command is retried on a new connection by the sink's own recovery, not queued forever.
     const maxRetriesPerRequest = 3;
     let client: Redis | Cluster;
-    if (isCluster(options)) {
-      const given = options.clusterOptions ?? {};
-      client = new Cluster([...options.clusterNodes], {
-        ...given,
-        lazyConnect: true,
-        redisOptions: { ...given.redisOptions, connectionName, maxRetriesPerRequest },
-      });
-    } else {
-      const base: RedisOptions = typeof options === "string" ? {} : options;
-      const settings: RedisOptions = { ...base, connectionName, lazyConnect: true, maxRetriesPerRequest };
-      client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
+    try {
+      if (isCluster(options)) {
+        const given = options.clusterOptions ?? {};
+        client = new Cluster([...options.clusterNodes], {
+          ...given,
+          lazyConnect: true,
+          redisOptions: { ...given.redisOptions, connectionName, maxRetriesPerRequest },
+        });
+      } else {
+        const base: RedisOptions = typeof options === "string" ? {} : options;
+        const settings: RedisOptions = { ...base, connectionName, lazyConnect: true, maxRetriesPerRequest };
+        client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
+      }
+    } catch (error) {
+      throw malformedUrl(error);
     }
     for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
-    // Errors reach the caller through its commands; an unhandled 'error' event would end the process.
-    client.on("error", () => {});
+    // Errors reach the caller through its commands; an unhandled 'error' event would end the
+    // process. A refused login is reported only this way (the connect itself fails with
+    // "Connection is closed"), so it is kept.
+    let refused: string | undefined;
+    client.on("error", (error: unknown) => {
+      refused ??= refusedCredentials(error);
+    });
     try {
       await client.connect();
+      // A server that requires a password accepts a connection without one, and refuses its
+      // first command (NOAUTH): asked here, so that surfaces at open.
+      await client.ping();
     } catch (error) {
       client.disconnect();
+      // A Cluster parses its nodes' URLs only when it connects.
+      if (error instanceof URIError || (error as { code?: unknown })?.code === "ERR_INVALID_URL")
+        throw malformedUrl(error);
+      const reply = refused ?? refusedCredentials(error);
+      if (reply !== undefined) throw credentialsError(reply);
       throw translate(error);
     }
     return new IoredisConnection(client);
