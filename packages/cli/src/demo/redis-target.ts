@@ -71,7 +71,8 @@ export async function clearDemoPrefix(target: RedisDemoTarget): Promise<void> {
   const redis = await loadRedisConnector();
   const connection = await redis.connectRedis(target.url, "demo");
   try {
-    for (const pattern of [`${target.keyPrefix}:*`, `{${target.keyPrefix}:*`])
+    const prefix = redis.globEscape(target.keyPrefix);
+    for (const pattern of [`${prefix}:*`, `{${prefix}:*`])
       await connection.deleteKeys(await connection.scanKeys(pattern));
   } finally {
     await connection.close();
