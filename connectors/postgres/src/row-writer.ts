@@ -17,6 +17,17 @@ import type { CompiledMapping } from "./table-mapping.ts";
 /** Rows per upsert statement: one round trip carries this many. */
 export const UPSERT_ROWS_PER_STATEMENT = 5000;
 
+/**
+ * The line (from 1) and column a COPY error's CONTEXT names. That is not always its first
+ * line: a jsonb value's refusal starts with "JSON data, line 1: …", and the COPY line follows.
+ */
+const COPY_CONTEXT = /^COPY [^\n]+?, line (\d+)(?:, column ([^:\n]+))?/m;
+
+function copyContext(error: ServerError): { line: number; column: string | undefined } | undefined {
+  const match = error.where?.match(COPY_CONTEXT);
+  return match ? { line: Number(match[1]), column: match[2] } : undefined;
+}
+
 /** How long the search for a refused row waits for a lock (a pending checkpoint's prepared rows). */
 const DIAGNOSIS_LOCK_TIMEOUT = "5s";
 
@@ -65,7 +76,7 @@ function refusedRow<T>(mapping: CompiledMapping<T>, rows: PendingRows, i: number
   mapping.columns.forEach((column, c) => {
     rowValues[column.name] = cells[c] ?? null;
   });
-  const copyColumn = error.where?.match(/^COPY [^,]+, line \d+, column ([^:]+)/)?.[1];
+  const copyColumn = copyContext(error)?.column;
   return {
     position: positionAt(rows, i),
     sqlstate: error.sqlstate,
@@ -190,10 +201,10 @@ export async function rejectedCopy(
   rows: number,
   positionOf: (row: number) => Promise<RecordPosition | undefined>,
 ): Promise<RecordWriteError> {
-  const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
+  const copyLine = copyContext(error);
   if (!copyLine)
     return rejected(undefined, error, undefined, ` (in a COPY of ${rows} or more rows; no line was named)`);
-  return rejected(await positionOf(Number(copyLine[1]) - 1), error, copyLine[2]);
+  return rejected(await positionOf(copyLine.line - 1), error, copyLine.column);
 }
 
 /**
@@ -211,11 +222,8 @@ export async function explainRejection<T>(
   error: ServerError,
 ): Promise<RecordWriteError> {
   await connection.query("ROLLBACK").catch(() => {});
-  const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
-  if (rows.kind === "copy" && copyLine) {
-    const line = Number(copyLine[1]) - 1;
-    return rejected(positionAt(rows, line), error, copyLine[2]);
-  }
+  const copyLine = copyContext(error);
+  if (rows.kind === "copy" && copyLine) return rejected(positionAt(rows, copyLine.line - 1), error, copyLine.column);
   const n = rowCount(rows);
   try {
     await connection.query("BEGIN");

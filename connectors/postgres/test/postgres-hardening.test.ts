@@ -1,0 +1,93 @@
+// The Postgres sinks at their edges, against the real server: a COPY refusal whose CONTEXT
+// starts with another line still names the record.
+
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GeneratorSource, RecordWriteError, StreamJob, silentLogger } from "@exactly/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { pgUrl } from "../../../test/services/endpoints.ts";
+import { postgresSink, RowRejectedError } from "../src/index.ts";
+import { dropTable, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
+
+const tables: string[] = [];
+const names: string[] = [];
+
+function freshTable(): string {
+  const table = tableNameFor();
+  tables.push(table);
+  return table;
+}
+
+function freshName(label: string): string {
+  const name = `hard-${label}-${Math.random().toString(36).slice(2, 10)}`;
+  names.push(name);
+  return name;
+}
+
+afterAll(async () => {
+  for (const name of names) await rollbackPreparedUnder(pgUrl(), name);
+  for (const table of tables) await dropTable(pgUrl(), table);
+});
+
+function causeOf<E>(error: unknown, type: abstract new (...args: never[]) => E): E | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof type) return e;
+  return undefined;
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+describe("a COPY refusal whose CONTEXT does not start with COPY", () => {
+  it("write-ahead append: a jsonb column given text that is not JSON fails naming the record's position and column", async () => {
+    const table = freshTable();
+    await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (id bigint NOT NULL, doc jsonb)`));
+    const bad = 2_345;
+    const job = new StreamJob({
+      name: "pg-hardening-json",
+      parallelism: 1,
+      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-pg-hard-")), intervalMs: 100 },
+      restart: { maxRestarts: 0, initialDelayMs: 50 },
+      logger: silentLogger,
+      batchSize: 500,
+    });
+    job
+      .fromSource(
+        new GeneratorSource({
+          count: 5_000,
+          splits: 1,
+          ratePerSecond: 50_000,
+          generate: (i) => ({ id: i, doc: i === bad ? "{not json" : `{"n": ${i}}` }),
+        }),
+      )
+      .sinkTo(
+        postgresSink<{ id: number; doc: string }>({
+          connection: pgUrl(),
+          exactlyOnce: "write-ahead",
+          name: freshName("wal-json"),
+          // Text passed through to a jsonb column: the server is the first to parse it.
+          table: {
+            table,
+            columns: [
+              { name: "id", type: "bigint" },
+              { name: "doc", type: "text" },
+            ],
+            write: "append",
+          },
+        }),
+        { name: "pg-out" },
+      );
+    const error = await rejection(job.execute());
+    const write = causeOf(error, RecordWriteError);
+    expect(write, String(error)).toBeInstanceOf(RecordWriteError);
+    expect(write?.position).toEqual({ source: "generator", split: "0", offset: bad });
+    const rejected = write?.cause as RowRejectedError;
+    expect(rejected).toBeInstanceOf(RowRejectedError);
+    expect(rejected.sqlstate).toBe("22P02");
+    expect(rejected.column).toBe("doc");
+  });
+});
