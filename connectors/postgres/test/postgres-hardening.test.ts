@@ -1,5 +1,6 @@
 // The Postgres sinks at their edges, against the real server: a COPY refusal whose CONTEXT
-// starts with another line still names the record.
+// starts with another line still names the record; JSON values are checked as values (a
+// literal backslash-u0000 is text, a real NUL is refused).
 
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,7 +8,8 @@ import { join } from "node:path";
 import { GeneratorSource, RecordWriteError, StreamJob, silentLogger } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
-import { postgresSink, RowRejectedError } from "../src/index.ts";
+import { sinkContext } from "../../../test/support/sink-context.ts";
+import { PostgresTwoPhaseSink, postgresSink, RowRejectedError } from "../src/index.ts";
 import { dropTable, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
 
 const tables: string[] = [];
@@ -40,6 +42,12 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     () => undefined,
     (e: unknown) => e,
   );
+}
+
+const at = (offset: number) => ({ source: "test", split: "0", offset });
+
+function batchOf<T>(values: T[]) {
+  return { values, positions: values.map((_v, i) => at(i)), timestamps: undefined };
 }
 
 describe("a COPY refusal whose CONTEXT does not start with COPY", () => {
@@ -89,5 +97,41 @@ describe("a COPY refusal whose CONTEXT does not start with COPY", () => {
     expect(rejected).toBeInstanceOf(RowRejectedError);
     expect(rejected.sqlstate).toBe("22P02");
     expect(rejected.column).toBe("doc");
+  });
+});
+
+describe("JSON values are checked as values", () => {
+  it("a string holding a backslash and u0000 is written as it is; a real NUL in a value or key is refused naming the column", async () => {
+    const table = freshTable();
+    await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (id bigint NOT NULL, doc jsonb)`));
+    const sink = new PostgresTwoPhaseSink<{ id: number; doc: unknown }>({
+      connection: pgUrl(),
+      name: freshName("json-nul"),
+      table: {
+        table,
+        columns: [
+          { name: "id", type: "bigint" },
+          { name: "doc", type: "jsonb" },
+        ],
+        write: "append",
+      },
+    });
+    await sink.open(sinkContext("json-nul"));
+    try {
+      await sink.writeBatch(batchOf([{ id: 0, doc: { s: "a\\u0000b", "k\\u0000": ["\\\\u0000"] } }]));
+      await sink.snapshotState(1);
+      await sink.notifyCheckpointComplete(1);
+      const doc = await withClient(pgUrl(), async (c) => (await c.query(`SELECT doc FROM "${table}"`)).rows[0]?.doc);
+      expect(doc).toEqual({ s: "a\\u0000b", "k\\u0000": ["\\\\u0000"] });
+      for (const doc of [{ s: "a\u0000b" }, { "k\u0000": 1 }, ["\\\u0000"]]) {
+        const error = await rejection(sink.writeBatch(batchOf([{ id: 1, doc }])));
+        const write = causeOf(error, RecordWriteError);
+        expect(write, JSON.stringify(doc)).toBeInstanceOf(RecordWriteError);
+        expect(write?.position).toEqual(at(0));
+        expect((write?.cause as RowRejectedError | undefined)?.column).toBe("doc");
+      }
+    } finally {
+      await sink.close();
+    }
   });
 });
