@@ -227,6 +227,46 @@ export function isColumnType(type: string): type is ColumnType {
   return Object.hasOwn(ENCODERS, type);
 }
 
+/**
+ * The text form of a value as Postgres compares it, for the types where that is exact and
+ * cheap: the upsert buffer keeps one row per key by this form, so two records whose keys the
+ * server takes as one (a uuid in upper and lower case, numeric 1 and 1.0, double precision
+ * 1 and 1.0 or -0 and 0) are one key there too, and the later record wins. Other types'
+ * text forms are compared as they are (integer, boolean and bytea forms are canonical
+ * already; a time string is the server's to parse, and real rounds differently from a
+ * JavaScript number); keys equal only to the server fail the statement, naming both records.
+ */
+export function keyForm(type: ColumnType): ((text: string) => string) | undefined {
+  switch (type) {
+    case "uuid":
+      return (text) => text.toLowerCase().replaceAll("-", "");
+    case "numeric":
+      return canonicalNumeric;
+    case "double precision":
+      // Only decimal forms: both sides parse them to the nearest double.
+      return (text) => (NUMERIC.test(text) ? String(Number(text)) : text);
+    default:
+      return undefined;
+  }
+}
+
+/** A numeric text form as `<sign><digits>e<point>` without leading or trailing zeros: equal values, equal forms. */
+function canonicalNumeric(text: string): string {
+  const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (!match) return text;
+  const whole = match[2] ?? "";
+  let digits = whole + (match[3] ?? "");
+  let point = whole.length + Number(match[4] ?? 0);
+  let start = 0;
+  while (start < digits.length && digits[start] === "0") start++;
+  point -= start;
+  let end = digits.length;
+  while (end > start && digits[end - 1] === "0") end--;
+  digits = digits.slice(start, end);
+  if (digits === "") return "0";
+  return `${match[1] === "-" ? "-" : ""}${digits}e${point}`;
+}
+
 /** Types whose text forms never hold a backslash, newline, carriage return or tab: COPY takes them unescaped. */
 const COPY_SAFE: ReadonlySet<ColumnType> = new Set<ColumnType>([
   "smallint",

@@ -6,7 +6,7 @@
  * column and the SQLSTATE; with a dead-letter table, {@link writeRowsSettingAside} sets such
  * rows aside instead and writes the others.
  */
-import { type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { formatPosition, type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { parseCopyLine } from "./column-types.ts";
 import { isTransientPostgresError, type PostgresConnection, ServerError } from "./connection.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
@@ -207,6 +207,32 @@ export async function rejectedCopy(
   return rejected(await positionOf(copyLine.line - 1), error, copyLine.column);
 }
 
+/** ON CONFLICT DO UPDATE met the same key twice in one statement. */
+const CARDINALITY_VIOLATION = "21000";
+
+/**
+ * The first two upserted rows (from 0) whose keys the server takes as equal though their text
+ * forms differ (the buffer keeps one row per text form), one statement's rows at a time.
+ */
+async function collidingRows<T>(
+  connection: PostgresConnection,
+  mapping: CompiledMapping<T>,
+  rows: Extract<PendingRows, { kind: "upsert" }>,
+): Promise<[number, number] | undefined> {
+  const keyColumns = mapping.keyColumns as readonly number[];
+  const n = rows.positions.length;
+  for (let at = 0; at < n; at += UPSERT_ROWS_PER_STATEMENT) {
+    const end = Math.min(n, at + UPSERT_ROWS_PER_STATEMENT);
+    const { rows: found } = await connection.query(
+      mapping.collisionStatement as string,
+      keyColumns.map((c) => (rows.columns[c] as (string | null)[]).slice(at, end)),
+    );
+    const pair = found[0]?.rows as Array<number | string> | undefined;
+    if (pair && pair.length === 2) return [at + Number(pair[0]) - 1, at + Number(pair[1]) - 1];
+  }
+  return undefined;
+}
+
 /**
  * After the server refused rows inside a transaction: rolls that transaction back (it is
  * aborted anyway), finds the refused row and returns the error to fail the job with. COPY
@@ -225,6 +251,24 @@ export async function explainRejection<T>(
   const copyLine = copyContext(error);
   if (rows.kind === "copy" && copyLine) return rejected(positionAt(rows, copyLine.line - 1), error, copyLine.column);
   const n = rowCount(rows);
+  if (rows.kind === "upsert" && error.sqlstate === CARDINALITY_VIOLATION) {
+    const pair = await collidingRows(connection, mapping, rows).catch((e: unknown) => {
+      if (isTransientPostgresError(e)) throw e;
+      return undefined;
+    });
+    if (pair) {
+      const [first, second] = pair;
+      const keyColumns = mapping.keyColumns as readonly number[];
+      const column = keyColumns.length === 1 ? mapping.columns[keyColumns[0] as number]?.name : undefined;
+      const other = positionAt(rows, first);
+      return rejected(
+        positionAt(rows, second),
+        error,
+        column,
+        ` (its upsert key equals that of the record at ${other ? formatPosition(other) : "unknown position"} to Postgres, though not as text, and one statement cannot write a key twice)`,
+      );
+    }
+  }
   try {
     await connection.query("BEGIN");
     await connection.query(`SET LOCAL lock_timeout = '${DIAGNOSIS_LOCK_TIMEOUT}'`);

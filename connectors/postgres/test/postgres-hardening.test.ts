@@ -1,7 +1,9 @@
 // The Postgres sinks at their edges, against the real server: a COPY refusal whose CONTEXT
-// starts with another line still names the record; JSON values are checked as values (a
-// literal backslash-u0000 is text, a real NUL is refused).
+// starts with another line still names the record; upsert keys that Postgres compares equal
+// but whose text differs are one key (or the failure names both records); JSON values are
+// checked as values (a literal backslash-u0000 is text, a real NUL is refused).
 
+import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -97,6 +99,75 @@ describe("a COPY refusal whose CONTEXT does not start with COPY", () => {
     expect(rejected).toBeInstanceOf(RowRejectedError);
     expect(rejected.sqlstate).toBe("22P02");
     expect(rejected.column).toBe("doc");
+  });
+});
+
+describe("upsert keys Postgres compares equal but whose text differs", () => {
+  async function upserted<K>(
+    keyType: string,
+    mappedType: "uuid" | "numeric" | "double precision" | "timestamptz",
+    keys: K[],
+  ): Promise<{ error: unknown; rows: Array<{ k: string; v: number }> }> {
+    const table = freshTable();
+    await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (k ${keyType} PRIMARY KEY, v integer)`));
+    const sink = new PostgresTwoPhaseSink<{ k: K; v: number }>({
+      connection: pgUrl(),
+      name: freshName("keys"),
+      table: {
+        table,
+        columns: [
+          { name: "k", type: mappedType },
+          { name: "v", type: "integer" },
+        ],
+        write: { upsertOn: ["k"] },
+      },
+    });
+    await sink.open(sinkContext("keys"));
+    try {
+      await sink.writeBatch(batchOf(keys.map((k, v) => ({ k, v }))));
+      const error = await rejection(sink.snapshotState(1).then(() => sink.notifyCheckpointComplete(1)));
+      const rows = await withClient(
+        pgUrl(),
+        async (c) => (await c.query(`SELECT k::text AS k, v FROM "${table}" ORDER BY k`)).rows,
+      );
+      return { error, rows: rows.map((r) => ({ k: String(r.k), v: Number(r.v) })) };
+    } finally {
+      await sink.close();
+    }
+  }
+
+  it("uuid keys in upper and lower case, with and without hyphens, are one key: the last record wins", async () => {
+    const id = randomUUID();
+    const { error, rows } = await upserted("uuid", "uuid", [id.toUpperCase(), id, id.replaceAll("-", "")]);
+    expect(error).toBeUndefined();
+    expect(rows).toEqual([{ k: id, v: 2 }]);
+  });
+
+  it("numeric keys 1, '1.0', '+01.00e0' and 1 as a bigint are one key; the last record wins", async () => {
+    const { error, rows } = await upserted("numeric", "numeric", [1, "1.0", "+01.00e0", 1n, "2", "0.2e1"]);
+    expect(error).toBeUndefined();
+    expect(rows.map((r) => r.v)).toEqual([3, 5]);
+  });
+
+  it("double precision keys 1 and '1.0', -0 and 0 are one key each", async () => {
+    const { error, rows } = await upserted("double precision", "double precision", [1, "1.0", -0, "0"]);
+    expect(error).toBeUndefined();
+    expect(rows.map((r) => r.v).sort()).toEqual([1, 3]);
+  });
+
+  it("a Date and a timestamp string of the same instant: the failure names both records", async () => {
+    const { error, rows } = await upserted("timestamptz", "timestamptz", [
+      "2024-01-02 00:00:00+00",
+      new Date("2024-01-01T00:00:00Z"),
+      "2024-01-01 01:00:00+01",
+    ]);
+    const write = causeOf(error, RecordWriteError);
+    expect(write, String(error)).toBeInstanceOf(RecordWriteError);
+    expect(write?.position).toEqual(at(2));
+    expect((write?.cause as RowRejectedError | undefined)?.sqlstate).toBe("21000");
+    expect(write?.message).toContain("test[0]@1");
+    expect(write?.message).toContain("test[0]@2");
+    expect(rows).toEqual([]);
   });
 });
 
