@@ -1,18 +1,19 @@
 // The Postgres sinks at their edges, against the real server: a COPY refusal whose CONTEXT
 // starts with another line still names the record; upsert keys that Postgres compares equal
 // but whose text differs are one key (or the failure names both records); JSON values are
-// checked as values (a literal backslash-u0000 is text, a real NUL is refused).
+// checked as values (a literal backslash-u0000 is text, a real NUL is refused); a sink
+// closing with prepared transactions says which it leaves for recovery.
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GeneratorSource, RecordWriteError, StreamJob, silentLogger } from "@exactly/core";
+import { GeneratorSource, type Logger, RecordWriteError, StreamJob, silentLogger } from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
 import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, postgresSink, RowRejectedError } from "../src/index.ts";
-import { dropTable, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
+import { dropTable, preparedUnder, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
 
 const tables: string[] = [];
 const names: string[] = [];
@@ -204,5 +205,48 @@ describe("JSON values are checked as values", () => {
     } finally {
       await sink.close();
     }
+  });
+});
+
+describe("a two-phase sink closing with prepared transactions", () => {
+  it("ends its open transaction and names the prepared ones it leaves for recovery", async () => {
+    const table = freshTable();
+    await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (id bigint PRIMARY KEY)`));
+    const name = freshName("close");
+    const warnings: string[] = [];
+    const logger: Logger = {
+      ...silentLogger,
+      warn: (message, fields) => warnings.push(`${message} ${JSON.stringify(fields ?? {})}`),
+      error: (message, fields) => warnings.push(`${message} ${JSON.stringify(fields ?? {})}`),
+    };
+    const sink = new PostgresTwoPhaseSink<{ id: number }>({
+      connection: pgUrl(),
+      name,
+      flushRows: 1,
+      table: { table, columns: [{ name: "id", type: "bigint" }], write: "append" },
+    });
+    await sink.open({ ...sinkContext("close"), logger });
+    await sink.writeBatch(batchOf([{ id: 1 }]));
+    await sink.snapshotState(1);
+    // The next checkpoint's transaction is open (BEGIN sent, a row written) when the job fails.
+    await sink.writeBatch(batchOf([{ id: 2 }]));
+    const openBefore = await withClient(pgUrl(), async (c) =>
+      (await c.query("SELECT state FROM pg_stat_activity WHERE application_name = $1", [`exactly:${name}:0`])).rows.map(
+        (r) => String(r.state),
+      ),
+    );
+    expect(openBefore).toEqual(["idle in transaction"]);
+    await sink.close();
+    expect(await preparedUnder(pgUrl(), name)).toEqual([`${name}:0:1`]);
+    const said = warnings.join("\n");
+    expect(said).toContain(`${name}:0:1`);
+    expect(said).toMatch(/restart/);
+    // The open transaction ended: the row it wrote is nowhere, and nothing waits on its lock.
+    const ids = await withClient(pgUrl(), async (c) => {
+      await c.query("SET lock_timeout = '2s'");
+      await c.query(`INSERT INTO "${table}" (id) VALUES (2)`);
+      return (await c.query(`SELECT id FROM "${table}"`)).rows.map((r) => Number(r.id));
+    });
+    expect(ids).toEqual([2]);
   });
 });
