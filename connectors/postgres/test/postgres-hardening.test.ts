@@ -1,22 +1,32 @@
 // The Postgres sinks at their edges, against the real server: a COPY refusal whose CONTEXT
 // starts with another line still names the record; upsert keys that Postgres compares equal
 // but whose text differs are one key (or the failure names both records); JSON values are
-// checked as values (a literal backslash-u0000 is text, a real NUL is refused); a sink
-// closing with prepared transactions says which it leaves for recovery.
+// checked as values (a literal backslash-u0000 is text, a real NUL is refused); what would be
+// stored changed is refused; a sink closing with prepared transactions says which it leaves
+// for recovery; and a refused login is a ConfigurationError without the password in it.
 
 import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GeneratorSource, type Logger, RecordWriteError, StreamJob, silentLogger } from "@exactly/core";
+import { inspect } from "node:util";
+import {
+  ConfigurationError,
+  GeneratorSource,
+  type Logger,
+  RecordWriteError,
+  StreamJob,
+  silentLogger,
+} from "@exactly/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { pgUrl } from "../../../test/services/endpoints.ts";
 import { sinkContext } from "../../../test/support/sink-context.ts";
-import { PostgresTwoPhaseSink, postgresSink, RowRejectedError } from "../src/index.ts";
+import { PostgresTwoPhaseSink, PostgresWriteAheadSink, postgresSink, RowRejectedError } from "../src/index.ts";
 import { dropTable, preparedUnder, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
 
 const tables: string[] = [];
 const names: string[] = [];
+const roles: string[] = [];
 
 function freshTable(): string {
   const table = tableNameFor();
@@ -33,6 +43,7 @@ function freshName(label: string): string {
 afterAll(async () => {
   for (const name of names) await rollbackPreparedUnder(pgUrl(), name);
   for (const table of tables) await dropTable(pgUrl(), table);
+  for (const role of roles) await withClient(pgUrl(), (c) => c.query(`DROP ROLE IF EXISTS "${role}"`));
 });
 
 function causeOf<E>(error: unknown, type: abstract new (...args: never[]) => E): E | undefined {
@@ -248,5 +259,56 @@ describe("a two-phase sink closing with prepared transactions", () => {
       return (await c.query(`SELECT id FROM "${table}"`)).rows.map((r) => Number(r.id));
     });
     expect(ids).toEqual([2]);
+  });
+});
+
+describe("a login the server refuses", () => {
+  function urlFor(role: string, password: string, database = new URL(pgUrl()).pathname.slice(1)): string {
+    const url = new URL(pgUrl());
+    url.username = role;
+    url.password = password;
+    url.pathname = `/${database}`;
+    return url.toString();
+  }
+
+  async function refusedOpen(connection: string, kind: "two-phase" | "write-ahead") {
+    const options = {
+      connection,
+      name: freshName("auth"),
+      table: {
+        table: "nowhere",
+        columns: [{ name: "id", type: "bigint" as const }],
+        write: "append" as const,
+      },
+    };
+    const sink = kind === "two-phase" ? new PostgresTwoPhaseSink(options) : new PostgresWriteAheadSink(options);
+    const error = await rejection(sink.open(sinkContext("auth")));
+    await sink.close().catch(() => {});
+    return { error, transient: sink.isTransient(error) };
+  }
+
+  it.each(["two-phase", "write-ahead"] as const)(
+    "%s: a role that may not log in (28000) and a database that does not exist (3D000) are ConfigurationErrors naming connection, with no password in them",
+    async (kind) => {
+      const role = `exactly_nologin_${Math.random().toString(36).slice(2, 10)}`;
+      roles.push(role);
+      const password = `pw-${randomUUID()}`;
+      await withClient(pgUrl(), (c) => c.query(`CREATE ROLE "${role}" NOLOGIN PASSWORD 'x'`));
+      for (const url of [urlFor(role, password), urlFor("postgres", password, `no_db_${role}`)]) {
+        const { error, transient } = await refusedOpen(url, kind);
+        expect(error, String(error)).toBeInstanceOf(ConfigurationError);
+        expect((error as ConfigurationError).setting).toBe("connection");
+        expect(transient).toBe(false);
+        expect(inspect(error, { depth: null })).not.toContain(password);
+      }
+    },
+  );
+
+  it("a malformed connection URL with a password is a ConfigurationError without the password", async () => {
+    const password = `pw-${randomUUID()}`;
+    const { error, transient } = await refusedOpen(`postgres://someone:${password}@127.0.0.1:notaport/db`, "two-phase");
+    expect(error, String(error)).toBeInstanceOf(ConfigurationError);
+    expect(transient).toBe(false);
+    expect(inspect(error, { depth: null })).not.toContain(password);
   });
 });
