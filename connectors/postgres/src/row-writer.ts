@@ -220,11 +220,19 @@ async function collidingRows<T>(
   rows: Extract<PendingRows, { kind: "upsert" }>,
 ): Promise<[number, number] | undefined> {
   const keyColumns = mapping.keyColumns as readonly number[];
+  const keyNames = keyColumns.map((c) => mapping.columns[c]?.name as string);
+  const { rows: types } = await connection.query(
+    "SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = ANY($2::text[]) AND NOT attisdropped",
+    [mapping.qualifiedTable, keyNames],
+  );
+  const typeOf = new Map(types.map((t) => [String(t.attname), String(t.type)]));
+  if (keyNames.some((name) => !typeOf.has(name))) return undefined;
+  const statement = mapping.collisionStatement(keyNames.map((name) => typeOf.get(name) as string));
   const n = rows.positions.length;
   for (let at = 0; at < n; at += UPSERT_ROWS_PER_STATEMENT) {
     const end = Math.min(n, at + UPSERT_ROWS_PER_STATEMENT);
     const { rows: found } = await connection.query(
-      mapping.collisionStatement as string,
+      statement,
       keyColumns.map((c) => (rows.columns[c] as (string | null)[]).slice(at, end)),
     );
     const pair = found[0]?.rows as Array<number | string> | undefined;

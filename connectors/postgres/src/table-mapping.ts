@@ -46,11 +46,6 @@ export class CompiledMapping<T> {
   readonly copyStatement: string;
   /** `INSERT … SELECT … FROM unnest($1::text[], …) ON CONFLICT …`, for upsert. */
   readonly upsertStatement: string | undefined;
-  /**
-   * For upsert: the first two rows (ordinals from 1) of key arrays `$1::text[]`, … whose keys
-   * the server takes as equal, to name both records when a statement touched a key twice.
-   */
-  readonly collisionStatement: string | undefined;
   /** Per key column, how its text form is compared (see keyForm); undefined: as it is. */
   private readonly keyForms: ReadonlyArray<((text: string) => string) | undefined> = [];
 
@@ -85,7 +80,6 @@ export class CompiledMapping<T> {
     if (mapping.write === "append") {
       this.keyColumns = undefined;
       this.upsertStatement = undefined;
-      this.collisionStatement = undefined;
     } else {
       const key = mapping.write.upsertOn;
       if (key.length === 0) throw new ConfigurationError(`${setting}.write.upsertOn`, "must name at least one column");
@@ -106,14 +100,25 @@ export class CompiledMapping<T> {
         updates.length > 0 ? `DO UPDATE SET ${updates.join(", ")}` : "DO NOTHING"
       }`;
       this.keyForms = this.keyColumns.map((i) => keyForm((this.columns[i] as (typeof this.columns)[number]).type));
-      const keyArrays = this.keyColumns.map((_k, i) => `$${i + 1}::text[]`).join(", ");
-      const keyAliases = this.keyColumns.map((_k, i) => `k${i}`).join(", ");
-      const keyCasts = this.keyColumns
-        .map((c, i) => `u.k${i}::${(this.columns[c] as (typeof this.columns)[number]).type}`)
-        .join(", ");
-      this.collisionStatement = `SELECT (array_agg(u.n ORDER BY u.n))[1:2] AS rows FROM unnest(${keyArrays}) WITH ORDINALITY AS u(${keyAliases}, n) GROUP BY ${keyCasts} HAVING count(*) > 1 ORDER BY min(u.n) LIMIT 1`;
       this.upsertStatement = `INSERT INTO ${this.qualifiedTable} (${list}) SELECT ${casts} FROM unnest(${arrays}) AS u(${aliases}) ${conflict}`;
     }
+  }
+
+  /**
+   * For upsert: a statement giving the first two rows (ordinals from 1) of key arrays
+   * `$1::text[]`, … whose keys the server takes as equal, to name both records when a
+   * statement touched a key twice. `columnTypes`: each key column's type in the table
+   * (`format_type` of it, from the server), which the key is cast to on insert after the
+   * mapped type, as in the upsert statement (a numeric(10,2) key rounds there).
+   */
+  collisionStatement(columnTypes: readonly string[]): string {
+    const key = this.keyColumns as readonly number[];
+    const arrays = key.map((_k, i) => `$${i + 1}::text[]`).join(", ");
+    const aliases = key.map((_k, i) => `k${i}`).join(", ");
+    const casts = key
+      .map((c, i) => `(u.k${i}::${(this.columns[c] as (typeof this.columns)[number]).type})::${columnTypes[i]}`)
+      .join(", ");
+    return `SELECT (array_agg(u.n ORDER BY u.n))[1:2] AS rows FROM unnest(${arrays}) WITH ORDINALITY AS u(${aliases}, n) GROUP BY ${casts} HAVING count(*) > 1 ORDER BY min(u.n) LIMIT 1`;
   }
 
   get upserts(): boolean {

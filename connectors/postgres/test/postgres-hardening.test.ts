@@ -181,6 +181,14 @@ describe("upsert keys Postgres compares equal but whose text differs", () => {
     expect(write?.message).toContain("test[0]@2");
     expect(rows).toEqual([]);
   });
+
+  it("numeric keys that the column's own scale makes equal (numeric(10,2): 1.001 and 1.0): the failure names both records", async () => {
+    const { error } = await upserted("numeric(10,2)", "numeric", ["5", "1.001", "1.0"]);
+    const write = causeOf(error, RecordWriteError);
+    expect(write, String(error)).toBeInstanceOf(RecordWriteError);
+    expect(write?.position).toEqual(at(2));
+    expect(write?.message).toContain("test[0]@1");
+  });
 });
 
 describe("JSON values are checked as values", () => {
