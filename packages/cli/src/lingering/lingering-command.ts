@@ -191,6 +191,12 @@ export async function runLingeringCommand(finder: LingeringWorkFinder, options: 
     const abortable = report.items.filter((i) => i.abortable);
     const aborting = options.abort === true || options.abortWithoutCheckpoints === true;
     if (aborting && abortable.length > 0) {
+      if (!options.yes && !process.stdin.isTTY) {
+        throw new ConfigurationError(
+          "--yes",
+          "--abort asks for confirmation on a terminal; give --yes to abort without one",
+        );
+      }
       if (options.checkpoints === undefined && !options.abortWithoutCheckpoints) {
         console.log(options.json ? JSON.stringify(report, null, 2) : formatLingering(report));
         throw new ConfigurationError(
@@ -199,12 +205,6 @@ export async function runLingeringCommand(finder: LingeringWorkFinder, options: 
         );
       }
       if (!options.yes) {
-        if (!process.stdin.isTTY) {
-          throw new ConfigurationError(
-            "--yes",
-            "--abort asks for confirmation on a terminal; give --yes to abort without one",
-          );
-        }
         console.log(formatLingering(report));
         const prompt = createInterface({ input: process.stdin, output: process.stdout });
         const loss =
