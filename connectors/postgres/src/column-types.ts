@@ -11,6 +11,8 @@ type Encoder = (value: unknown, column: string) => string;
 const INVALID_TEXT = "22P02";
 const OUT_OF_RANGE = "22003";
 const NUL_IN_TEXT = "22021";
+/** A lone surrogate has no UTF-8 form: the client would send U+FFFD in its place. */
+const NOT_IN_REPERTOIRE = "22021";
 const WRONG_TYPE = "42804";
 
 function reject(column: string, sqlstate: string, message: string): never {
@@ -24,12 +26,22 @@ function describeValue(value: unknown): string {
   return typeof value === "object" ? Object.prototype.toString.call(value) : String(value);
 }
 
+/** `String.prototype.isWellFormed` (ES2024; the lib here is ES2023, Node has it since 20). */
+type WellFormedCheck = string & { isWellFormed(): boolean };
+
 function text(value: unknown, column: string): string {
   let s: string;
   if (typeof value === "string") s = value;
   else if (typeof value === "number" || typeof value === "bigint" || typeof value === "boolean") s = String(value);
   else return reject(column, WRONG_TYPE, `${describeValue(value)} is not text`);
   if (s.includes("\u0000")) reject(column, NUL_IN_TEXT, "text cannot contain the NUL character");
+  // Cheap for the usual strings: V8 knows a one-byte string is well formed without a scan.
+  if (!(s as WellFormedCheck).isWellFormed())
+    reject(
+      column,
+      NOT_IN_REPERTOIRE,
+      "text holds a lone surrogate (UTF-16 that is no Unicode), which would be stored as U+FFFD",
+    );
   return s;
 }
 
@@ -63,6 +75,8 @@ function float(value: unknown, column: string): string {
     if (Number.isNaN(value)) return "NaN";
     if (value === Number.POSITIVE_INFINITY) return "Infinity";
     if (value === Number.NEGATIVE_INFINITY) return "-Infinity";
+    // String(-0) is "0"; float columns keep the sign of zero.
+    if (value === 0 && 1 / value < 0) return "-0";
     return String(value);
   }
   if (typeof value === "bigint") return value.toString();
@@ -98,16 +112,76 @@ function timestamp(value: unknown, column: string): string {
   return reject(column, INVALID_TEXT, `${describeValue(value)} is not a time (Date, epoch milliseconds or string)`);
 }
 
+/** Thrown by {@link jsonReplacer}: a value JSON.stringify would write as something else. */
+class ChangedInJson extends Error {}
+
+/** Objects JSON.stringify writes as `{}` or as their indexes, not as what they hold. */
+function isLossyObject(v: object): boolean {
+  return (
+    v instanceof Map ||
+    v instanceof Set ||
+    v instanceof WeakMap ||
+    v instanceof WeakSet ||
+    v instanceof RegExp ||
+    v instanceof Error ||
+    v instanceof Promise ||
+    v instanceof ArrayBuffer ||
+    ArrayBuffer.isView(v)
+  );
+}
+
+/**
+ * JSON.stringify's replacer: bigints become strings; what stringify would change without a
+ * word (NaN and Infinity to null, a Map or Set to `{}`, a function or `undefined` in an array to
+ * null, a function in an object dropped) is refused instead. An `undefined` property is
+ * left out, as absent. Called with the holder as `this`.
+ */
+function jsonReplacer(this: unknown, _key: string, v: unknown): unknown {
+  switch (typeof v) {
+    case "string":
+    case "boolean":
+      return v;
+    case "number":
+      if (!Number.isFinite(v)) throw new ChangedInJson(`${v} has no JSON form (it would be stored as null)`);
+      return v;
+    case "bigint":
+      return v.toString();
+    case "object":
+      if (v !== null && !Array.isArray(v)) {
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null && isLossyObject(v))
+          throw new ChangedInJson(`${describeValue(v)} has no JSON form (it would be stored as {})`);
+      }
+      return v;
+    case "undefined":
+      if (Array.isArray(this)) throw new ChangedInJson("undefined in an array would be stored as null");
+      return v;
+    default:
+      throw new ChangedInJson(`a ${typeof v} has no JSON form (it would be dropped or stored as null)`);
+  }
+}
+
+// In JSON.stringify's output a backslash is always escaped (`\\`), so an escape `\u0000` or
+// `\udXXX` preceded by an even number of backslashes is the value's own code unit: U+0000,
+// or a lone surrogate (stringify escapes those; pairs it writes as they are).
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+const LONE_SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/;
+
 function json(value: unknown, column: string): string {
   let s: string | undefined;
   try {
-    s = JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? v.toString() : v));
+    s = JSON.stringify(value, jsonReplacer);
   } catch (error) {
+    if (error instanceof ChangedInJson) return reject(column, INVALID_TEXT, error.message);
     return reject(column, INVALID_TEXT, `not serializable as JSON: ${(error as Error).message}`);
   }
   if (s === undefined) return reject(column, INVALID_TEXT, `${describeValue(value)} is not serializable as JSON`);
-  // jsonb refuses \u0000 inside strings, as text refuses NUL.
-  if (s.includes("\\u0000")) reject(column, "22P05", "JSON cannot contain the NUL character");
+  // The value's code units, not the text: a string holding a backslash and "u0000" is fine.
+  // The regular expressions run only on the rare text holding such an escape at all.
+  if (s.includes("\\u0000") && NUL_ESCAPE.test(s))
+    reject(column, "22P05", "JSON cannot contain the NUL character (in a string or a key)");
+  if (s.includes("\\ud") && LONE_SURROGATE_ESCAPE.test(s))
+    reject(column, INVALID_TEXT, "JSON holds a lone surrogate (UTF-16 that is no Unicode) in a string or a key");
   return s;
 }
 
@@ -151,6 +225,46 @@ export const COLUMN_TYPES = Object.keys(ENCODERS) as ColumnType[];
 
 export function isColumnType(type: string): type is ColumnType {
   return Object.hasOwn(ENCODERS, type);
+}
+
+/**
+ * The text form of a value as Postgres compares it, for the types where that is exact and
+ * cheap: the upsert buffer keeps one row per key by this form, so two records whose keys the
+ * server takes as one (a uuid in upper and lower case, numeric 1 and 1.0, double precision
+ * 1 and 1.0 or -0 and 0) are one key there too, and the later record wins. Other types'
+ * text forms are compared as they are (integer, boolean and bytea forms are canonical
+ * already; a time string is the server's to parse, and real rounds differently from a
+ * JavaScript number); keys equal only to the server fail the statement, naming both records.
+ */
+export function keyForm(type: ColumnType): ((text: string) => string) | undefined {
+  switch (type) {
+    case "uuid":
+      return (text) => text.toLowerCase().replaceAll("-", "");
+    case "numeric":
+      return canonicalNumeric;
+    case "double precision":
+      // Only decimal forms: both sides parse them to the nearest double.
+      return (text) => (NUMERIC.test(text) ? String(Number(text)) : text);
+    default:
+      return undefined;
+  }
+}
+
+/** A numeric text form as `<sign><digits>e<point>` without leading or trailing zeros: equal values, equal forms. */
+function canonicalNumeric(text: string): string {
+  const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$/.exec(text);
+  if (!match) return text;
+  const whole = match[2] ?? "";
+  let digits = whole + (match[3] ?? "");
+  let point = whole.length + Number(match[4] ?? 0);
+  let start = 0;
+  while (start < digits.length && digits[start] === "0") start++;
+  point -= start;
+  let end = digits.length;
+  while (end > start && digits[end - 1] === "0") end--;
+  digits = digits.slice(start, end);
+  if (digits === "") return "0";
+  return `${match[1] === "-" ? "-" : ""}${digits}e${point}`;
 }
 
 /** Types whose text forms never hold a backslash, newline, carriage return or tab: COPY takes them unescaped. */

@@ -256,6 +256,13 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     return gid ? { subtask, gid } : { subtask };
   }
 
+  /**
+   * Ends the open transaction (the base aborts it: ROLLBACK, or the session's end). Prepared
+   * transactions not yet committed stay: a completed checkpoint may hold one as pre-committed
+   * (its COMMIT PREPARED had not run when the job failed), and only a restart from the latest
+   * checkpoint knows which to commit and which to roll back. Until then they hold their row
+   * locks, so closing with any says which.
+   */
   override async close(): Promise<void> {
     try {
       await super.close();
@@ -264,6 +271,15 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
       await this.committer?.close();
       this.session = undefined;
       this.committer = undefined;
+      if (this.prepared.size > 0) {
+        const gids = [...this.prepared]
+          .sort((a, b) => a - b)
+          .map((id) => gidOf(this.sinkName, this.context.subtask, id));
+        this.context.logger.warn(
+          `closing with ${gids.length} prepared transaction(s) left for recovery, holding their row locks: ${gids.join(", ")}. A restart from the latest checkpoint commits those it pre-committed and rolls back the others; "exactly lingering postgres --sink ${this.sinkName} --checkpoints <location>" lists them`,
+          { sink: this.sinkName, subtask: this.context.subtask, prepared: gids },
+        );
+      }
     }
   }
 }

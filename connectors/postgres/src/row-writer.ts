@@ -6,7 +6,7 @@
  * column and the SQLSTATE; with a dead-letter table, {@link writeRowsSettingAside} sets such
  * rows aside instead and writes the others.
  */
-import { type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { formatPosition, type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { parseCopyLine } from "./column-types.ts";
 import { isTransientPostgresError, type PostgresConnection, ServerError } from "./connection.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
@@ -16,6 +16,17 @@ import type { CompiledMapping } from "./table-mapping.ts";
 
 /** Rows per upsert statement: one round trip carries this many. */
 export const UPSERT_ROWS_PER_STATEMENT = 5000;
+
+/**
+ * The line (from 1) and column a COPY error's CONTEXT names. That is not always its first
+ * line: a jsonb value's refusal starts with "JSON data, line 1: …", and the COPY line follows.
+ */
+const COPY_CONTEXT = /^COPY [^\n]+?, line (\d+)(?:, column ([^:\n]+))?/m;
+
+function copyContext(error: ServerError): { line: number; column: string | undefined } | undefined {
+  const match = error.where?.match(COPY_CONTEXT);
+  return match ? { line: Number(match[1]), column: match[2] } : undefined;
+}
 
 /** How long the search for a refused row waits for a lock (a pending checkpoint's prepared rows). */
 const DIAGNOSIS_LOCK_TIMEOUT = "5s";
@@ -65,7 +76,7 @@ function refusedRow<T>(mapping: CompiledMapping<T>, rows: PendingRows, i: number
   mapping.columns.forEach((column, c) => {
     rowValues[column.name] = cells[c] ?? null;
   });
-  const copyColumn = error.where?.match(/^COPY [^,]+, line \d+, column ([^:]+)/)?.[1];
+  const copyColumn = copyContext(error)?.column;
   return {
     position: positionAt(rows, i),
     sqlstate: error.sqlstate,
@@ -190,10 +201,44 @@ export async function rejectedCopy(
   rows: number,
   positionOf: (row: number) => Promise<RecordPosition | undefined>,
 ): Promise<RecordWriteError> {
-  const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
+  const copyLine = copyContext(error);
   if (!copyLine)
     return rejected(undefined, error, undefined, ` (in a COPY of ${rows} or more rows; no line was named)`);
-  return rejected(await positionOf(Number(copyLine[1]) - 1), error, copyLine[2]);
+  return rejected(await positionOf(copyLine.line - 1), error, copyLine.column);
+}
+
+/** ON CONFLICT DO UPDATE met the same key twice in one statement. */
+const CARDINALITY_VIOLATION = "21000";
+
+/**
+ * The first two upserted rows (from 0) whose keys the server takes as equal though their text
+ * forms differ (the buffer keeps one row per text form), one statement's rows at a time.
+ */
+async function collidingRows<T>(
+  connection: PostgresConnection,
+  mapping: CompiledMapping<T>,
+  rows: Extract<PendingRows, { kind: "upsert" }>,
+): Promise<[number, number] | undefined> {
+  const keyColumns = mapping.keyColumns as readonly number[];
+  const keyNames = keyColumns.map((c) => mapping.columns[c]?.name as string);
+  const { rows: types } = await connection.query(
+    "SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = ANY($2::text[]) AND NOT attisdropped",
+    [mapping.qualifiedTable, keyNames],
+  );
+  const typeOf = new Map(types.map((t) => [String(t.attname), String(t.type)]));
+  if (keyNames.some((name) => !typeOf.has(name))) return undefined;
+  const statement = mapping.collisionStatement(keyNames.map((name) => typeOf.get(name) as string));
+  const n = rows.positions.length;
+  for (let at = 0; at < n; at += UPSERT_ROWS_PER_STATEMENT) {
+    const end = Math.min(n, at + UPSERT_ROWS_PER_STATEMENT);
+    const { rows: found } = await connection.query(
+      statement,
+      keyColumns.map((c) => (rows.columns[c] as (string | null)[]).slice(at, end)),
+    );
+    const pair = found[0]?.rows as Array<number | string> | undefined;
+    if (pair && pair.length === 2) return [at + Number(pair[0]) - 1, at + Number(pair[1]) - 1];
+  }
+  return undefined;
 }
 
 /**
@@ -211,12 +256,27 @@ export async function explainRejection<T>(
   error: ServerError,
 ): Promise<RecordWriteError> {
   await connection.query("ROLLBACK").catch(() => {});
-  const copyLine = error.where?.match(/^COPY [^,]+, line (\d+)(?:, column ([^:]+))?/);
-  if (rows.kind === "copy" && copyLine) {
-    const line = Number(copyLine[1]) - 1;
-    return rejected(positionAt(rows, line), error, copyLine[2]);
-  }
+  const copyLine = copyContext(error);
+  if (rows.kind === "copy" && copyLine) return rejected(positionAt(rows, copyLine.line - 1), error, copyLine.column);
   const n = rowCount(rows);
+  if (rows.kind === "upsert" && error.sqlstate === CARDINALITY_VIOLATION) {
+    const pair = await collidingRows(connection, mapping, rows).catch((e: unknown) => {
+      if (isTransientPostgresError(e)) throw e;
+      return undefined;
+    });
+    if (pair) {
+      const [first, second] = pair;
+      const keyColumns = mapping.keyColumns as readonly number[];
+      const column = keyColumns.length === 1 ? mapping.columns[keyColumns[0] as number]?.name : undefined;
+      const other = positionAt(rows, first);
+      return rejected(
+        positionAt(rows, second),
+        error,
+        column,
+        ` (its upsert key equals that of the record at ${other ? formatPosition(other) : "unknown position"} to Postgres, though not as text, and one statement cannot write a key twice)`,
+      );
+    }
+  }
   try {
     await connection.query("BEGIN");
     await connection.query(`SET LOCAL lock_timeout = '${DIAGNOSIS_LOCK_TIMEOUT}'`);

@@ -3,7 +3,7 @@
  * are appended (COPY; a duplicate would show) or upserted on a key (INSERT … ON CONFLICT).
  */
 import { ConfigurationError } from "@exactly/core";
-import { COLUMN_TYPES, type ColumnType, copyFieldEncoder, encodeValue, isColumnType } from "./column-types.ts";
+import { COLUMN_TYPES, type ColumnType, copyFieldEncoder, encodeValue, isColumnType, keyForm } from "./column-types.ts";
 import { RowRejectedError } from "./errors.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";
 
@@ -46,6 +46,8 @@ export class CompiledMapping<T> {
   readonly copyStatement: string;
   /** `INSERT … SELECT … FROM unnest($1::text[], …) ON CONFLICT …`, for upsert. */
   readonly upsertStatement: string | undefined;
+  /** Per key column, how its text form is compared (see keyForm); undefined: as it is. */
+  private readonly keyForms: ReadonlyArray<((text: string) => string) | undefined> = [];
 
   constructor(mapping: TableMapping<T>, setting = "table") {
     this.schema = mapping.schema ?? "public";
@@ -97,8 +99,26 @@ export class CompiledMapping<T> {
       const conflict = `ON CONFLICT (${key.map(quoteIdentifier).join(", ")}) ${
         updates.length > 0 ? `DO UPDATE SET ${updates.join(", ")}` : "DO NOTHING"
       }`;
+      this.keyForms = this.keyColumns.map((i) => keyForm((this.columns[i] as (typeof this.columns)[number]).type));
       this.upsertStatement = `INSERT INTO ${this.qualifiedTable} (${list}) SELECT ${casts} FROM unnest(${arrays}) AS u(${aliases}) ${conflict}`;
     }
+  }
+
+  /**
+   * For upsert: a statement giving the first two rows (ordinals from 1) of key arrays
+   * `$1::text[]`, … whose keys the server takes as equal, to name both records when a
+   * statement touched a key twice. `columnTypes`: each key column's type in the table
+   * (`format_type` of it, from the server), which the key is cast to on insert after the
+   * mapped type, as in the upsert statement (a numeric(10,2) key rounds there).
+   */
+  collisionStatement(columnTypes: readonly string[]): string {
+    const key = this.keyColumns as readonly number[];
+    const arrays = key.map((_k, i) => `$${i + 1}::text[]`).join(", ");
+    const aliases = key.map((_k, i) => `k${i}`).join(", ");
+    const casts = key
+      .map((c, i) => `(u.k${i}::${(this.columns[c] as (typeof this.columns)[number]).type})::${columnTypes[i]}`)
+      .join(", ");
+    return `SELECT (array_agg(u.n ORDER BY u.n))[1:2] AS rows FROM unnest(${arrays}) WITH ORDINALITY AS u(${aliases}, n) GROUP BY ${casts} HAVING count(*) > 1 ORDER BY min(u.n) LIMIT 1`;
   }
 
   get upserts(): boolean {
@@ -146,10 +166,24 @@ export class CompiledMapping<T> {
     return line;
   }
 
-  /** The upsert key of encoded cells, as one string: the key cells joined by NUL, which no text form holds. */
+  /**
+   * The upsert key of encoded cells, as one string, in the form Postgres compares where that
+   * is exact (see keyForm): the key cells joined by NUL, which no text form holds.
+   */
   keyOf(cells: readonly (string | null)[]): string {
     const key = this.keyColumns as readonly number[];
-    if (key.length === 1) return cells[key[0] as number] as string;
-    return key.map((i) => cells[i]).join("\u0000");
+    const forms = this.keyForms;
+    if (key.length === 1) {
+      const cell = cells[key[0] as number] as string;
+      const form = forms[0];
+      return form ? form(cell) : cell;
+    }
+    return key
+      .map((i, k) => {
+        const form = forms[k];
+        const cell = cells[i] as string;
+        return form ? form(cell) : cell;
+      })
+      .join("\u0000");
   }
 }

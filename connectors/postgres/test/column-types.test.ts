@@ -1,5 +1,6 @@
 // Integer columns take numbers, bigints and digit strings, and refuse what the server would,
 // with its SQLSTATE: the bounds of each width, fractions, numbers past 2^53.
+import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { type ColumnType, copyLine, encodeValue } from "../src/column-types.ts";
 import { RowRejectedError } from "../src/errors.ts";
@@ -86,5 +87,63 @@ describe("a record's COPY line", () => {
     for (const encode of [() => mapping.encode({ k: null }), () => mapping.encodeLine({ k: undefined })]) {
       expect(refusal(encode)).toBe("23502");
     }
+  });
+});
+
+describe("values that would be stored changed are refused", () => {
+  it("text and varchar: a lone surrogate (sent as U+FFFD) is 22021; a surrogate pair is text", () => {
+    for (const type of ["text", "varchar"] as const) {
+      for (const s of ["\ud800", "a\udc00b", "x\ud83d"])
+        expect(
+          refusal(() => encodeValue(type, s, "c")),
+          s,
+        ).toBe("22021");
+      expect(encodeValue(type, "😀 é", "c")).toBe("😀 é");
+    }
+  });
+
+  it("json and jsonb: a lone surrogate in a value or key, NaN, Infinity, a Map, a Set, a function and undefined in an array are 22P02", () => {
+    const changed: unknown[] = [
+      { s: "\ud800" },
+      { "\udc00": 1 },
+      ["\ud83d"],
+      { n: Number.NaN },
+      [Number.POSITIVE_INFINITY],
+      { m: new Map([["a", 1]]) },
+      new Set([1]),
+      { f: () => 1 },
+      [undefined],
+      [1, () => 2],
+      { r: /x/ },
+    ];
+    for (const type of ["json", "jsonb"] as const)
+      for (const value of changed)
+        expect(
+          refusal(() => encodeValue(type, value, "c")),
+          inspect(value),
+        ).toBe("22P02");
+  });
+
+  it("json and jsonb: a surrogate pair, a Date, a bigint and an undefined property (absent) are written", () => {
+    expect(encodeValue("jsonb", { s: "😀", d: new Date(0), b: 12n, u: undefined }, "c")).toBe(
+      '{"s":"😀","d":"1970-01-01T00:00:00.000Z","b":"12"}',
+    );
+  });
+
+  it("json and jsonb: a string holding backslash-u0000 is text; a real NUL in a value or key is 22P05", () => {
+    for (const type of ["json", "jsonb"] as const) {
+      expect(encodeValue(type, { s: "\\u0000" }, "c")).toBe('{"s":"\\\\u0000"}');
+      expect(encodeValue(type, ["\\\\u0000"], "c")).toBe('["\\\\\\\\u0000"]');
+      for (const value of [{ s: "\u0000" }, { "\u0000": 1 }, ["\\\u0000"]])
+        expect(
+          refusal(() => encodeValue(type, value, "c")),
+          inspect(value),
+        ).toBe("22P05");
+    }
+  });
+
+  it("double precision and real keep -0", () => {
+    expect(encodeValue("double precision", -0, "c")).toBe("-0");
+    expect(encodeValue("real", -0, "c")).toBe("-0");
   });
 });

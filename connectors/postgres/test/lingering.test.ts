@@ -8,14 +8,21 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { FileSystemCheckpointStorage } from "@exactly/core";
+import { ConfigurationError, FileSystemCheckpointStorage } from "@exactly/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { LingeringReport } from "../../../packages/cli/src/lingering/lingering-command.ts";
 import { pgUrl } from "../../../test/services/endpoints.ts";
 import { runExactly } from "../../../test/support/run-cli.ts";
 import { runFixture } from "../../../test/support/run-fixture.ts";
 import type { TwoPhaseJobConfig } from "./fixtures/two-phase-job.ts";
-import { createRecordsTable, dropTable, preparedUnder, rollbackPreparedUnder, tableNameFor } from "./helpers.ts";
+import {
+  createRecordsTable,
+  dropTable,
+  preparedUnder,
+  rollbackPreparedUnder,
+  tableNameFor,
+  withClient,
+} from "./helpers.ts";
 
 const fixture = fileURLToPath(new URL("./fixtures/two-phase-job.ts", import.meta.url));
 
@@ -67,7 +74,7 @@ describe("exactly lingering postgres", () => {
     return { url: pgUrl(), table, sinkName };
   }
 
-  it("spares what a durable checkpoint pre-committed; without --checkpoints --abort rolls it back", async () => {
+  it("spares what a durable checkpoint pre-committed; without --checkpoints --abort refuses, listing it, and --abort-without-checkpoints rolls it back", async () => {
     const config = await setUp("durable");
     const checkpoints = await killedJob(config, "after-checkpoint-durable@3");
     // Every transaction still prepared is one the checkpoint pre-committed (an earlier one
@@ -85,7 +92,17 @@ describe("exactly lingering postgres", () => {
     for (const item of listed.report.items) expect(item.ageSeconds).not.toBeNull();
     expect(await preparedUnder(config.url, config.sinkName)).toEqual(prepared);
 
-    const all = await lingering("--sink", config.sinkName, "--abort", "--yes");
+    // Without --checkpoints nothing tells the pre-committed apart: --abort refuses, naming them.
+    const refused = await lingering("--sink", config.sinkName, "--abort", "--yes").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(ConfigurationError);
+    expect(String(refused)).toContain("--abort-without-checkpoints");
+    for (const gid of prepared) expect(String(refused)).toContain(gid);
+    expect(await preparedUnder(config.url, config.sinkName)).toEqual(prepared);
+
+    const all = await lingering("--sink", config.sinkName, "--abort-without-checkpoints", "--yes");
     expect(all.exitCode).toBe(0);
     expect(all.report.items.map((i) => i.aborted)).toEqual(prepared.map(() => true));
     expect(await preparedUnder(config.url, config.sinkName)).toEqual([]);
@@ -123,5 +140,35 @@ describe("exactly lingering postgres", () => {
     await expect(
       lingering("--sink", config.sinkName, "--checkpoints", await mkdtemp(join(tmpdir(), "exactly-empty-"))),
     ).rejects.toThrow("holds no checkpoint");
+  });
+
+  it("--abort without --checkpoints rolls nothing back and lists what it would; --abort-without-checkpoints does", async () => {
+    const { url, table, sinkName } = await setUp("noflag");
+    const gids = [`${sinkName}:0:1`, `${sinkName}:1:1`];
+    for (const [i, gid] of gids.entries()) {
+      await withClient(url, async (c) => {
+        await c.query("BEGIN");
+        await c.query(`INSERT INTO "${table}" (id, key, version) VALUES ($1, 'k', 0)`, [i]);
+        await c.query(`PREPARE TRANSACTION '${gid}'`);
+      });
+    }
+    const refused = await lingering("--sink", sinkName, "--abort", "--yes").then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(ConfigurationError);
+    expect((refused as ConfigurationError).message).toContain("--abort-without-checkpoints");
+    for (const gid of gids) expect((refused as ConfigurationError).message).toContain(gid);
+    expect(await preparedUnder(url, sinkName)).toEqual(gids);
+
+    // Listing alone is not refused.
+    const listed = await lingering("--sink", sinkName);
+    expect(listed.exitCode).toBe(1);
+    expect(listed.report.items.map((i) => i.id).sort()).toEqual(gids);
+
+    const aborted = await lingering("--sink", sinkName, "--abort-without-checkpoints", "--yes");
+    expect(aborted.exitCode).toBe(0);
+    expect(aborted.report.items.map((i) => [i.id, i.aborted]).sort()).toEqual(gids.map((g) => [g, true]));
+    expect(await preparedUnder(url, sinkName)).toEqual([]);
   });
 });

@@ -39,7 +39,16 @@ function lingeringCommand(parent: Command, name: string, description: string): C
       "for an s3:// checkpoint location: the server (default: $EXACTLY_S3_ENDPOINT, else AWS)",
     )
     .option("--older-than <seconds>", "only work older than this may be aborted", seconds)
-    .option("--abort", "abort what is not pre-committed by a checkpoint, after a confirmation", false)
+    .option(
+      "--abort",
+      "abort what no checkpoint at --checkpoints pre-committed, after a confirmation (without --checkpoints it refuses and lists what it would abort)",
+      false,
+    )
+    .option(
+      "--abort-without-checkpoints",
+      "abort everything listed without --checkpoints, accepting that work a completed checkpoint pre-committed is rolled back and that checkpoint's output lost",
+      false,
+    )
     .option("--yes", "with --abort: do not ask", false)
     .option("--json", "print the report as JSON", false);
 }
@@ -47,6 +56,7 @@ function lingeringCommand(parent: Command, name: string, description: string): C
 function lingeringRun(opts: Record<string, unknown>): LingeringRun {
   return {
     abort: opts.abort === true,
+    abortWithoutCheckpoints: opts.abortWithoutCheckpoints === true,
     yes: opts.yes === true,
     json: opts.json === true,
     ...(typeof opts.checkpoints === "string" ? { checkpoints: opts.checkpoints } : {}),

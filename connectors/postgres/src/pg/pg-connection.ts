@@ -6,7 +6,7 @@
  */
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { TransientError } from "@exactly/core";
+import { ConfigurationError, TransientError } from "@exactly/core";
 import pg from "pg";
 import copyStreams from "pg-copy-streams";
 import { type PostgresConnect, type PostgresConnection, type QueryResult, ServerError } from "../connection.ts";
@@ -102,13 +102,47 @@ class PgConnection implements PostgresConnection {
 }
 
 /**
+ * SQLSTATEs of a login the server refuses: a wrong password (28P01), a role that does not
+ * exist or may not log in, or no pg_hba.conf entry (28000), a database that does not exist
+ * (3D000). A restart would meet the same refusal: the connection setting is wrong.
+ */
+const LOGIN_REFUSED = new Set(["28P01", "28000", "3D000"]);
+
+/**
+ * The error of a failed connect: a refused login as a ConfigurationError naming the
+ * `connection` setting. The server's message names the role or database, never the password.
+ */
+function connectError(error: unknown, connection: PgConnection): Error {
+  const translated = translate(error, connection);
+  if (translated instanceof ServerError && LOGIN_REFUSED.has(translated.sqlstate))
+    return new ConfigurationError(
+      "connection",
+      `the server refused the login: ${translated.message} (SQLSTATE ${translated.sqlstate})`,
+      { cause: translated },
+    );
+  return translated;
+}
+
+/** The client for `config`; a connection string it cannot read is refused without echoing it (it may hold a password). */
+function newClient(config: pg.ClientConfig): pg.Client {
+  try {
+    return new pg.Client(config);
+  } catch (error) {
+    // The parser's error keeps the whole string (Node's URL error in its `input`): not passed on.
+    const message = error instanceof Error ? (error.message.split("\n")[0] as string) : "";
+    const reason = message && !message.includes("://") && !message.includes("@") ? message : "unreadable";
+    throw new ConfigurationError("connection", `is not a valid Postgres connection string (${reason})`);
+  }
+}
+
+/**
  * Opens connections to one server. Each gets `application_name` `exactly:<purpose>` (seen
  * in pg_stat_activity) and TCP keepalives, so a dead peer is noticed.
  */
 export function pgConnect(options: PostgresConnectionOptions): PostgresConnect {
   return async (purpose) => {
     const base: pg.ClientConfig = typeof options === "string" ? { connectionString: options } : options;
-    const client = new pg.Client({
+    const client = newClient({
       keepAlive: true,
       ...base,
       application_name: `exactly:${purpose}`.slice(0, 63),
@@ -118,7 +152,7 @@ export function pgConnect(options: PostgresConnectionOptions): PostgresConnect {
       await client.connect();
     } catch (error) {
       await client.end().catch(() => {});
-      throw translate(error, connection);
+      throw connectError(error, connection);
     }
     return connection;
   };

@@ -9,7 +9,9 @@
  * What a checkpoint at `--checkpoints` holds as pre-committed is never aborted: a restart
  * from that checkpoint commits it, and aborting it would lose that checkpoint's output.
  * Work a checkpoint holds only as open (begun after its barrier) is what a restart aborts
- * anyway; it is reported as such and may be aborted.
+ * anyway; it is reported as such and may be aborted. Without `--checkpoints` nothing tells
+ * pre-committed work apart, so `--abort` refuses, listing what it would end, unless
+ * `--abort-without-checkpoints` accepts losing the output of the checkpoints that pre-committed it.
  */
 import { createInterface } from "node:readline/promises";
 import { ConfigurationError, type LingeringWork, type LingeringWorkFinder } from "@exactly/core";
@@ -152,7 +154,8 @@ const STATUS_TEXT: Record<LingeringStatus, string> = {
 
 export function formatLingering(report: LingeringReport): string {
   const lines = [`${report.description}: ${report.items.length} open`];
-  if (report.checkpointsRead === null) lines.push("  no --checkpoints given: every one counts as unreferenced");
+  if (report.checkpointsRead === null)
+    lines.push("  no --checkpoints given: whether a completed checkpoint pre-committed any of them is unknown");
   else lines.push(`  checked against ${report.checkpointsRead} checkpoint(s)`);
   for (const item of report.items) {
     const age = item.ageSeconds === null ? "age unknown" : `age ${item.ageSeconds.toFixed(1)} s`;
@@ -167,6 +170,11 @@ export function formatLingering(report: LingeringReport): string {
 
 export interface LingeringRun extends LingeringOptions {
   readonly abort?: boolean;
+  /**
+   * Aborts without --checkpoints, accepting that work a completed checkpoint pre-committed is
+   * rolled back and that checkpoint's output lost. Without it, --abort needs --checkpoints.
+   */
+  readonly abortWithoutCheckpoints?: boolean;
   /** Aborts without asking. */
   readonly yes?: boolean;
   readonly json?: boolean;
@@ -181,17 +189,27 @@ export async function runLingeringCommand(finder: LingeringWorkFinder, options: 
   try {
     const report = await findLingering(finder, options);
     const abortable = report.items.filter((i) => i.abortable);
-    if (options.abort && abortable.length > 0) {
+    const aborting = options.abort === true || options.abortWithoutCheckpoints === true;
+    if (aborting && abortable.length > 0) {
+      if (!options.yes && !process.stdin.isTTY) {
+        throw new ConfigurationError(
+          "--yes",
+          "--abort asks for confirmation on a terminal; give --yes to abort without one",
+        );
+      }
+      if (options.checkpoints === undefined && !options.abortWithoutCheckpoints) {
+        console.log(options.json ? JSON.stringify(report, null, 2) : formatLingering(report));
+        throw new ConfigurationError(
+          "--checkpoints",
+          `is needed by --abort: without the job's checkpoints nothing tells which of these ${abortable.length} a completed checkpoint pre-committed, and rolling such work back loses that checkpoint's output. It would abort: ${abortable.map((i) => `${i.id} (${i.detail})`).join("; ")}. Give --checkpoints <the job's checkpoint location> to spare what its checkpoints pre-committed, or --abort-without-checkpoints to abort all of them, accepting that loss`,
+        );
+      }
       if (!options.yes) {
-        if (!process.stdin.isTTY) {
-          throw new ConfigurationError(
-            "--yes",
-            "--abort asks for confirmation on a terminal; give --yes to abort without one",
-          );
-        }
         console.log(formatLingering(report));
         const prompt = createInterface({ input: process.stdin, output: process.stdout });
-        const answer = await prompt.question(`abort ${abortable.length} of them? [y/N] `);
+        const loss =
+          options.checkpoints === undefined ? ", losing the output of any checkpoint that pre-committed one" : "";
+        const answer = await prompt.question(`abort ${abortable.length} of them${loss}? [y/N] `);
         prompt.close();
         if (!/^y(es)?$/i.test(answer.trim())) return report.items.length === 0 ? 0 : 1;
       }
