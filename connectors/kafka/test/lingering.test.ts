@@ -112,8 +112,10 @@ describe("exactly lingering kafka", () => {
       listed.report.items.map((i) => i.id),
     );
 
-    // Without, nothing is spared: every open transaction is aborted, and readers move on.
-    const all = await lingering("--prefix", prefix, "--abort", "--yes");
+    // Without them, --abort refuses; --abort-without-checkpoints spares nothing: every open
+    // transaction is aborted, and readers move on.
+    await expect(lingering("--prefix", prefix, "--abort", "--yes")).rejects.toThrow("--checkpoints");
+    const all = await lingering("--prefix", prefix, "--abort-without-checkpoints", "--yes");
     expect(all.exitCode, "nothing is left open").toBe(0);
     expect(all.report.items.map((i) => [i.id, i.aborted])).toEqual(listed.report.items.map((i) => [i.id, true]));
     expect((await lingering("--prefix", prefix)).report.items).toEqual([]);
@@ -135,7 +137,7 @@ describe("exactly lingering kafka", () => {
       listed.report.items.filter((i) => i.status !== "pre-committed").map((i) => i.id),
     );
     // What a checkpoint pre-committed (the other subtask's, if its barrier came first) is left; then all of it.
-    await lingering("--prefix", prefix, "--abort", "--yes");
+    await lingering("--prefix", prefix, "--abort-without-checkpoints", "--yes");
     expect((await lingering("--prefix", prefix)).report.items).toEqual([]);
     await readersMoveOn(kafka, topic);
   });

@@ -1,7 +1,7 @@
 // `exactly lingering s3` against the real server (MinIO), on an S3 file sink job SIGKILLed
 // right after a checkpoint became durable, before any upload was completed, and never
 // restarted: the checkpoint's part files are open multipart uploads. The tool lists them as
-// pre-committed and spares them when given the job's checkpoints; without, --abort ends
+// pre-committed and spares them when given the job's checkpoints; without them, --abort refuses and --abort-without-checkpoints ends
 // them all and nothing is left open under the prefix.
 
 import { randomBytes } from "node:crypto";
@@ -59,7 +59,7 @@ describe("exactly lingering s3", () => {
     return { report: JSON.parse(printed.join("\n")) as LingeringReport, exitCode };
   }
 
-  it("spares the uploads a durable checkpoint pre-committed; without --checkpoints --abort ends every one", async () => {
+  it("spares the uploads a durable checkpoint pre-committed; without --checkpoints --abort refuses and --abort-without-checkpoints ends every one", async () => {
     const client = await s3();
     const prefix = `lingering-${randomBytes(4).toString("hex")}`;
     const checkpoints = await mkdtemp(join(tmpdir(), "exactly-lingering-s3-"));
@@ -100,7 +100,8 @@ describe("exactly lingering s3", () => {
     expect(listed.exitCode, "the pre-committed uploads are left open").toBe(1);
     expect((await openUploads(client, bucket, `${prefix}/`)).map((u) => u.uploadId).sort()).toEqual(pending);
 
-    const all = await lingering(prefix, "--abort", "--yes");
+    await expect(lingering(prefix, "--abort", "--yes")).rejects.toThrow("--checkpoints");
+    const all = await lingering(prefix, "--abort-without-checkpoints", "--yes");
     expect(all.exitCode).toBe(0);
     expect(all.report.items.map(uploadOf).sort()).toEqual(pending);
     expect(await openUploads(client, bucket, `${prefix}/`)).toEqual([]);
