@@ -1,4 +1,5 @@
 import { ConfigurationError, type RetryOptions, requirePositiveInteger } from "@exactly/core";
+import { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 import { type DeadLetterOptions, DeadLetterTable } from "./dead-letters.ts";
 import type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
 import { CompiledMapping, type TableMapping } from "./table-mapping.ts";
@@ -45,11 +46,25 @@ export function resolvePostgresOptions<T>(options: PostgresSinkOptions<T>): Reso
   const mapping = new CompiledMapping(options.table);
   if (options.deadLetter !== undefined && !options.deadLetter.table)
     throw new ConfigurationError("deadLetter.table", "is required when deadLetter is set");
+  const bookkeepingSchema = options.bookkeepingSchema ?? mapping.schema;
+  const deadLetters = options.deadLetter && new DeadLetterTable(options.deadLetter, mapping.schema);
+  refuseBookkeepingTable("table", mapping.schema, mapping.table, bookkeepingSchema);
+  if (deadLetters && options.deadLetter)
+    refuseBookkeepingTable("deadLetter.table", deadLetters.schema, options.deadLetter.table, bookkeepingSchema);
   return {
     mapping,
-    bookkeepingSchema: options.bookkeepingSchema ?? mapping.schema,
+    bookkeepingSchema,
     flushRows: requirePositiveInteger("flushRows", options.flushRows ?? 10_000),
     nameLockWaitMs: options.nameLockWaitMs ?? 30_000,
-    deadLetters: options.deadLetter && new DeadLetterTable(options.deadLetter, mapping.schema),
+    deadLetters,
   };
+}
+
+/** Records never reach the sinks' own tables: rows there would pass for markers or progress. */
+function refuseBookkeepingTable(setting: string, schema: string, table: string, bookkeepingSchema: string): void {
+  if (schema === bookkeepingSchema && (table === MARKER_TABLE || table === PROGRESS_TABLE))
+    throw new ConfigurationError(
+      setting,
+      `names ${JSON.stringify(`${schema}.${table}`)}, a table the Postgres sinks keep their own bookkeeping in`,
+    );
 }

@@ -320,3 +320,39 @@ describe("a login the server refuses", () => {
     expect(inspect(error, { depth: null })).not.toContain(password);
   });
 });
+
+describe("the sinks' own tables are out of the records' reach", () => {
+  const columns = [{ name: "sink", type: "text" }] as const;
+  it.each([
+    ["table", { table: { table: "exactly_progress", columns: [...columns], write: "append" } }],
+    ["table", { table: { schema: "s", table: "exactly_prepared_markers", columns: [...columns], write: "append" } }],
+    [
+      "deadLetter.table",
+      {
+        table: { table: "t", columns: [...columns], write: "append" },
+        deadLetter: { table: "exactly_prepared_markers" },
+      },
+    ],
+  ] as const)("a %s naming a bookkeeping table is refused at construction", (setting, options) => {
+    for (const exactlyOnce of ["two-phase", "write-ahead"] as const) {
+      const build = () =>
+        postgresSink<{ sink: string }>({
+          connection: pgUrl(),
+          exactlyOnce,
+          ...(options as unknown as Pick<Parameters<typeof postgresSink<{ sink: string }>>[0], "table">),
+        });
+      expect(build).toThrow(ConfigurationError);
+      expect(build).toThrow(setting);
+    }
+  });
+
+  it("a table of that name in another schema than the bookkeeping one is the user's", () => {
+    expect(() =>
+      postgresSink<{ sink: string }>({
+        connection: pgUrl(),
+        table: { table: "exactly_progress", columns: [{ name: "sink", type: "text" }], write: "append" },
+        bookkeepingSchema: "exactly_books",
+      }),
+    ).not.toThrow();
+  });
+});
