@@ -50,7 +50,8 @@ function describeExit(run: ChildRun): string {
 }
 
 function describeRun(run: RunPlan): string | undefined {
-  const at = run.parallelism ? ` (parallelism ${run.parallelism})` : "";
+  const order = run.config?.openOrder ? `, ${run.config.openOrder.replace("-", " ")}` : "";
+  const at = run.parallelism ? ` (parallelism ${run.parallelism}${order})` : order ? ` (${order.slice(2)})` : "";
   if (run.fault) return `${run.fault.spec} after ${run.fault.afterCheckpoints} checkpoints${at}`;
   if (run.kill) return `kill inside ${run.kill.hook} at ${(run.kill.share * 100).toFixed(0)}% of its operations${at}`;
   if (run.sweep) return `a kill before each operation of ${run.sweep.hook}`;
@@ -71,6 +72,13 @@ function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
     declinedAfterPreCommit: "no checkpoint was declined after a subtask pre-committed it",
     lateNotification: "no notification arrived after the next barrier",
     onThreads: "no run had its sink subtasks on two threads",
+    pendingAcrossOwners: "no subtask restored pending work of an index whose cleanup another subtask owns",
+    cleanupBeforeCommits:
+      "no owner of an index finished its cleanup before the subtask that restored that index's pending work committed it",
+    commitsBeforeCleanup:
+      "no subtask that restored pending work had committed it and begun anew before another subtask cleaned up",
+    subsumedCompletion: "no completion reached the sink while an older pre-committed checkpoint was pending",
+    declinedThenCompleted: "no completion reached a subtask after a checkpoint it pre-committed was declined",
   };
   return requires.flatMap((r) => {
     if (r.startsWith("killedInside:")) {

@@ -52,6 +52,11 @@ export function describeExercised(result: ScenarioResult): string {
     seen.declinedAfterPreCommit && "decline after pre-commit",
     seen.lateNotification && "complete(n) after snapshot(n+1)",
     seen.onThreads && "subtasks on threads",
+    seen.pendingAcrossOwners && "pending work of an index another subtask cleans up",
+    seen.cleanupBeforeCommits && "cleanup before another's recovery commits",
+    seen.commitsBeforeCleanup && "recovery commits before another's cleanup",
+    seen.subsumedCompletion && "completion with older work pending",
+    seen.declinedThenCompleted && "completion after a decline",
     ...seen.killedInside.map((hook) => `killed inside ${hook}`),
   ].filter((w): w is string => typeof w === "string");
   return words.join(", ") || "fresh start only";
