@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeliveryGuarantee } from "@exactly/core";
@@ -41,6 +41,21 @@ export interface ScenarioResult {
   readonly exercised?: Exercised;
   /** Kept when the scenario failed, for a post-mortem. */
   readonly scope?: ScenarioScope;
+  /** The size of the kept scratch directory, in bytes. */
+  readonly scratchBytes?: number;
+}
+
+/** Bytes under a directory, for the report of what a failed scenario left behind. */
+async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (!entry.isFile()) continue;
+    total += await stat(join(entry.parentPath, entry.name)).then(
+      (s) => s.size,
+      () => 0,
+    );
+  }
+  return total;
 }
 
 function describeExit(run: ChildRun): string {
@@ -205,7 +220,7 @@ export async function runScenario(
         notes: [...outcome.notes, ...reasons.map((r, i) => `attempt ${i + 1} tested nothing (${r}); retried`)],
         durationMs: Date.now() - started,
         ...(outcome.check ? { check: outcome.check } : {}),
-        ...(failed ? { scope } : {}),
+        ...(failed ? { scope, scratchBytes: await directoryBytes(scope.dir) } : {}),
       };
     }
     reasons.push(outcome.reason);
