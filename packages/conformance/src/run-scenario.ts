@@ -77,6 +77,18 @@ function describeRun(run: RunPlan): string | undefined {
   return undefined;
 }
 
+/**
+ * Where a run's planned kill inside a call landed, from the journal's last kill: inside the
+ * call before an asynchronous operation, inside it before a synchronous client's call, or at
+ * the call's end (the call made no operation the harness can see).
+ */
+async function whereKilled(scope: ScenarioScope, planned: Hook): Promise<string> {
+  const last = (await readJournal(scope)).findLast((e) => e.e === "kill");
+  if (last?.e !== "kill") return `inside ${planned}`;
+  if (!last.inside) return `at the end of ${last.hook}`;
+  return last.synchronous ? `inside ${last.hook} (before a synchronous call)` : `inside ${last.hook}`;
+}
+
 /** Requirements the runs did not meet, in words. */
 function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
   const words: Record<string, string> = {
@@ -99,7 +111,11 @@ function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
     if (r.startsWith("killedInside:")) {
       const hook = r.slice("killedInside:".length);
       const hit = hook === "any" ? seen.killedInside.length > 0 : seen.killedInside.includes(hook as never);
-      return hit ? [] : [`no kill landed inside ${hook === "any" ? "a sink call" : hook}`];
+      return hit
+        ? []
+        : [
+            `no kill landed inside ${hook === "any" ? "a sink call" : hook} (a call that makes no operation the harness can count, asynchronous or a node:sqlite statement, is killed at its end instead)`,
+          ];
     }
     return seen[r as keyof typeof words & keyof Exercised] ? [] : [words[r] as string];
   });
@@ -315,7 +331,7 @@ async function attemptScenario(
     const what = (kill ? `kill inside ${kill.hook} before operation ${kill.io}` : describeRun(run)) ?? "its fault";
     if (run.stopAfterCheckpoints === undefined) {
       if (result.signal === "SIGKILL") {
-        landed.push(kill ? `inside ${kill.hook}` : (run.fault?.spec.split("@")[0] ?? "unplanned"));
+        landed.push(kill ? await whereKilled(scope, kill.hook) : (run.fault?.spec.split("@")[0] ?? "unplanned"));
         continue;
       }
       if (result.code === 0) {

@@ -3,6 +3,7 @@ import { type ConformanceDefinition, type ScenarioName, selectScenarios } from "
 import { resolveOptions, runSelected } from "../src/suite.ts";
 import { idempotentDefinition } from "./fixtures/toy-idempotent-sink.ts";
 import { toyDefinition } from "./fixtures/toy-sink.ts";
+import { ignoresReferencedDefinition as sqliteIgnoresReferenced } from "./fixtures/toy-sqlite-sink.ts";
 import { writeAheadDefinition } from "./fixtures/toy-write-ahead-sink.ts";
 
 /**
@@ -167,6 +168,14 @@ const orderCases: typeof cases = [
     definition: toyDefinition("aborts-above-restored"),
     scenario: "restore-across-owners",
     says: /^lost/,
+  },
+  {
+    kind: "7: cleanup aborts restored pre-committed work, on a synchronous client",
+    invariant: "I2",
+    definition: sqliteIgnoresReferenced,
+    scenario: "restore-across-owners",
+    // Its commit refuses a transaction that is gone, so the loss is loud: the run fails.
+    says: /transaction conformance-sink-\d+-\d+ is gone, not prepared|^lost/,
   },
   // 8. A completion that finds older transactions pending (a subsumed notification).
   {

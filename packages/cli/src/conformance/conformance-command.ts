@@ -67,7 +67,11 @@ export function describeExercised(result: ScenarioResult): string {
     seen.commitsBeforeCleanup && "recovery commits before another's cleanup",
     seen.subsumedCompletion && "completion with older work pending",
     seen.declinedThenCompleted && "completion after a decline",
-    ...seen.killedInside.map((hook) => `killed inside ${hook}`),
+    ...seen.killedInside.map((hook) =>
+      seen.killedInsideSynchronously.includes(hook)
+        ? `killed inside ${hook} (before a synchronous call)`
+        : `killed inside ${hook}`,
+    ),
   ].filter((w): w is string => typeof w === "string");
   return words.join(", ") || "fresh start only";
 }

@@ -156,8 +156,16 @@ export type JournalEntry =
    * `during` of them while it was in flight (journaled for open always, else when it grows).
    */
   | { readonly e: "ios"; readonly pid: number; readonly hook: Hook; readonly ios: number; readonly during: number }
-  /** The child killed itself inside `hook` before its `io`-th external operation (inside false: right after the call). */
-  | { readonly e: "kill"; readonly pid: number; readonly hook: Hook; readonly io: number; readonly inside: boolean };
+  /** The child killed itself inside `hook` before its `io`-th external operation (inside false: at the call's end). */
+  | {
+      readonly e: "kill";
+      readonly pid: number;
+      readonly hook: Hook;
+      readonly io: number;
+      readonly inside: boolean;
+      /** The operation it died before was a synchronous client's call (node:sqlite), not an async one. */
+      readonly synchronous?: boolean;
+    };
 
 /** The child's journal in a scope's directory. */
 export const JOURNAL = ".conformance-journal.jsonl";

@@ -56,6 +56,8 @@ export interface Exercised {
   readonly declinedThenCompleted: boolean;
   /** Hooks a random kill landed inside of. */
   readonly killedInside: readonly Hook[];
+  /** Of those, hooks a kill landed inside of before a synchronous client's call (node:sqlite). */
+  readonly killedInsideSynchronously: readonly Hook[];
   /**
    * Most external operations a call of each hook started in its own context (`ios`), and
    * the process started while it was in flight (`during`), in the latest run that made one:
@@ -71,6 +73,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
   let merged = false;
   let lateNotification = false;
   const killedInside = new Set<Hook>();
+  const killedInsideSynchronously = new Set<Hook>();
   const ios: Partial<Record<Hook, { ios: number; during: number }>> = {};
   const iosPid: Partial<Record<Hook, number>> = {};
   const snapshots = new Set<string>();
@@ -137,6 +140,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
       }
       case "kill":
         if (entry.inside) killedInside.add(entry.hook);
+        if (entry.inside && entry.synchronous) killedInsideSynchronously.add(entry.hook);
         break;
     }
   }
@@ -153,6 +157,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
     lateNotification,
     onThreads: [...threads.values()].some((seen) => seen.size > 1),
     killedInside: [...killedInside],
+    killedInsideSynchronously: [...killedInsideSynchronously],
     ios,
   };
 }

@@ -66,16 +66,29 @@ export class ScenarioControl {
         control.operation();
         return (write as (...a: unknown[]) => boolean).apply(this, args);
       } as typeof Socket.prototype.write;
+      // A synchronous client starts no async resource at all (node:sqlite's statements run
+      // on the calling thread): its calls are counted where they are made, so a kill lands
+      // between two of them inside one sink call.
+      for (const [prototype, methods] of synchronousClients()) {
+        for (const method of methods) {
+          const original = prototype[method];
+          if (typeof original !== "function") continue;
+          prototype[method] = function (this: unknown, ...args: unknown[]) {
+            control.operation(true);
+            return (original as (...a: unknown[]) => unknown).apply(this, args);
+          };
+        }
+      }
     }
   }
 
   /** An external operation is about to start: count it for the calls in flight, or die before it. */
-  private operation(): void {
+  private operation(synchronous = false): void {
     const own = this.calls.getStore();
     for (const call of this.inFlight) {
       const mine = call === own;
       if (call.target >= 0 && (call.count === "process" ? call.during : mine ? call.ios : -1) === call.target) {
-        this.die(call.hook, call.target, true);
+        this.die(call.hook, call.target, true, synchronous);
       }
       call.during++;
       if (mine) call.ios++;
@@ -132,8 +145,8 @@ export class ScenarioControl {
     appendFileSync(this.journalPath, `${JSON.stringify(entry)}\n`);
   }
 
-  die(hook: Hook, io: number, inside: boolean): never {
-    this.journal({ e: "kill", pid: process.pid, hook, io, inside });
+  die(hook: Hook, io: number, inside: boolean, synchronous = false): never {
+    this.journal({ e: "kill", pid: process.pid, hook, io, inside, ...(synchronous ? { synchronous } : {}) });
     process.kill(process.pid, "SIGKILL");
     throw new Error("unreachable: SIGKILL was sent");
   }
@@ -191,6 +204,23 @@ export class ScenarioControl {
       ended();
       return value;
     });
+  }
+}
+
+/**
+ * The synchronous clients whose calls count as external operations: node:sqlite's
+ * statements (when this Node has it).
+ */
+function synchronousClients(): Array<[Record<string, unknown>, readonly string[]]> {
+  try {
+    const sqlite = process.getBuiltinModule("node:sqlite") as typeof import("node:sqlite") | undefined;
+    if (!sqlite) return [];
+    return [
+      [sqlite.DatabaseSync.prototype as unknown as Record<string, unknown>, ["exec"]],
+      [sqlite.StatementSync.prototype as unknown as Record<string, unknown>, ["run", "get", "all", "iterate"]],
+    ];
+  } catch {
+    return [];
   }
 }
 
