@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError } from "commander";
-import { runConformanceCommand } from "./conformance/conformance-command.ts";
+import { ONLY_HELP, runConformanceCommand } from "./conformance/conformance-command.ts";
 import { formatSummary, runDemo } from "./demo/demo-command.ts";
 import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
 import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
@@ -241,9 +241,11 @@ export function buildProgram(): Command {
     .description("run the conformance suite against a module exporting a sink's conformance definition")
     .argument("<module>", "path of the module (exports `definition`, or the name given by --export)")
     .option("--full", "the long profile (more records, more chaos) instead of the CI profile", false)
-    .option("--seed <s>", "seed of the random plans (chaos, random kills): replays a failure", integer)
-    .option("--only <scenarios>", "comma-separated scenario names")
+    .option("--seed <s>", "seed of the plans (chaos, random kills): replays a failure", integer)
+    .option("--only <scenarios>", ONLY_HELP)
     .option("--export <name>", "the export holding the definition", "definition")
+    .option("--repeat <n>", "run the selection n times with the same seed (a failure that timing decides)", integer)
+    .option("--json <file>", "also write a machine-readable report there (- for stdout)")
     .action(async (module: string, opts) => {
       // 1: a scenario failed; 3: none failed but one tested nothing in all its attempts.
       const outcome = await runConformanceCommand(module, opts);

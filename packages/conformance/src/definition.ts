@@ -67,6 +67,7 @@ export const SCENARIOS = [
   "random-kills",
   "rescale-up",
   "rescale-down",
+  "restore-across-owners",
   "duplicate-notifications",
   "late-notifications",
   "notification-after-next-barrier",

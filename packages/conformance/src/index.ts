@@ -22,6 +22,7 @@ export type { ScenarioResult } from "./run-scenario.ts";
 export { faultPointsOf, PROFILES, type Profile, type ProfileSettings } from "./scenarios.ts";
 export {
   conformanceSuite,
+  formatBytes,
   formatFailure,
   runConformance,
   runSelected,

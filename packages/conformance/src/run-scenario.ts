@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeliveryGuarantee } from "@exactly/core";
@@ -41,6 +41,21 @@ export interface ScenarioResult {
   readonly exercised?: Exercised;
   /** Kept when the scenario failed, for a post-mortem. */
   readonly scope?: ScenarioScope;
+  /** The size of the kept scratch directory, in bytes. */
+  readonly scratchBytes?: number;
+}
+
+/** Bytes under a directory, for the report of what a failed scenario left behind. */
+async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (!entry.isFile()) continue;
+    total += await stat(join(entry.parentPath, entry.name)).then(
+      (s) => s.size,
+      () => 0,
+    );
+  }
+  return total;
 }
 
 function describeExit(run: ChildRun): string {
@@ -50,7 +65,8 @@ function describeExit(run: ChildRun): string {
 }
 
 function describeRun(run: RunPlan): string | undefined {
-  const at = run.parallelism ? ` (parallelism ${run.parallelism})` : "";
+  const order = run.config?.openOrder ? `, ${run.config.openOrder.replace("-", " ")}` : "";
+  const at = run.parallelism ? ` (parallelism ${run.parallelism}${order})` : order ? ` (${order.slice(2)})` : "";
   if (run.fault) return `${run.fault.spec} after ${run.fault.afterCheckpoints} checkpoints${at}`;
   if (run.kill) return `kill inside ${run.kill.hook} at ${(run.kill.share * 100).toFixed(0)}% of its operations${at}`;
   if (run.sweep) return `a kill before each operation of ${run.sweep.hook}`;
@@ -59,6 +75,18 @@ function describeRun(run: RunPlan): string | undefined {
   if (run.config?.killInSlowSnapshotAfter !== undefined) return `SIGKILL while subtask 0 is slow at a barrier${at}`;
   if (run.stopAfterCheckpoints) return `SIGTERM after ${run.stopAfterCheckpoints} checkpoints`;
   return undefined;
+}
+
+/**
+ * Where a run's planned kill inside a call landed, from the journal's last kill: inside the
+ * call before an asynchronous operation, inside it before a synchronous client's call, or at
+ * the call's end (the call made no operation the harness can see).
+ */
+async function whereKilled(scope: ScenarioScope, planned: Hook): Promise<string> {
+  const last = (await readJournal(scope)).findLast((e) => e.e === "kill");
+  if (last?.e !== "kill") return `inside ${planned}`;
+  if (!last.inside) return `at the end of ${last.hook}`;
+  return last.synchronous ? `inside ${last.hook} (before a synchronous call)` : `inside ${last.hook}`;
 }
 
 /** Requirements the runs did not meet, in words. */
@@ -71,12 +99,23 @@ function unmet(requires: readonly Requirement[], seen: Exercised): string[] {
     declinedAfterPreCommit: "no checkpoint was declined after a subtask pre-committed it",
     lateNotification: "no notification arrived after the next barrier",
     onThreads: "no run had its sink subtasks on two threads",
+    pendingAcrossOwners: "no subtask restored pending work of an index whose cleanup another subtask owns",
+    cleanupBeforeCommits:
+      "no owner of an index finished its cleanup before the subtask that restored that index's pending work committed it",
+    commitsBeforeCleanup:
+      "no subtask that restored pending work had committed it and begun anew before another subtask cleaned up",
+    subsumedCompletion: "no completion reached the sink while an older pre-committed checkpoint was pending",
+    declinedThenCompleted: "no completion reached a subtask after a checkpoint it pre-committed was declined",
   };
   return requires.flatMap((r) => {
     if (r.startsWith("killedInside:")) {
       const hook = r.slice("killedInside:".length);
       const hit = hook === "any" ? seen.killedInside.length > 0 : seen.killedInside.includes(hook as never);
-      return hit ? [] : [`no kill landed inside ${hook === "any" ? "a sink call" : hook}`];
+      return hit
+        ? []
+        : [
+            `no kill landed inside ${hook === "any" ? "a sink call" : hook} (a call that makes no operation the harness can count, asynchronous or a node:sqlite statement, is killed at its end instead)`,
+          ];
     }
     return seen[r as keyof typeof words & keyof Exercised] ? [] : [words[r] as string];
   });
@@ -197,7 +236,7 @@ export async function runScenario(
         notes: [...outcome.notes, ...reasons.map((r, i) => `attempt ${i + 1} tested nothing (${r}); retried`)],
         durationMs: Date.now() - started,
         ...(outcome.check ? { check: outcome.check } : {}),
-        ...(failed ? { scope } : {}),
+        ...(failed ? { scope, scratchBytes: await directoryBytes(scope.dir) } : {}),
       };
     }
     reasons.push(outcome.reason);
@@ -292,7 +331,7 @@ async function attemptScenario(
     const what = (kill ? `kill inside ${kill.hook} before operation ${kill.io}` : describeRun(run)) ?? "its fault";
     if (run.stopAfterCheckpoints === undefined) {
       if (result.signal === "SIGKILL") {
-        landed.push(kill ? `inside ${kill.hook}` : (run.fault?.spec.split("@")[0] ?? "unplanned"));
+        landed.push(kill ? await whereKilled(scope, kill.hook) : (run.fault?.spec.split("@")[0] ?? "unplanned"));
         continue;
       }
       if (result.code === 0) {

@@ -2,7 +2,7 @@ import { DeliveryGuarantee } from "@exactly/core";
 import { FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core/testing";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ScenarioName, SinkLifecycle } from "./definition.ts";
-import type { ChildConfig, FaultPlan, Hook, KillPlan } from "./harness/child-protocol.ts";
+import type { ChildConfig, FaultPlan, Hook, KillPlan, OpenOrder } from "./harness/child-protocol.ts";
 import type { Exercised } from "./harness/journal.ts";
 
 /** One run of the job inside a scenario, before the final run that must finish. */
@@ -54,6 +54,11 @@ export type Requirement =
       | "declinedAfterPreCommit"
       | "lateNotification"
       | "onThreads"
+      | "pendingAcrossOwners"
+      | "cleanupBeforeCommits"
+      | "commitsBeforeCleanup"
+      | "subsumedCompletion"
+      | "declinedThenCompleted"
     >
   | `killedInside:${Hook}`
   | "killedInside:any";
@@ -186,6 +191,14 @@ function recoveryRun(point: FaultPoint, at = 1): RunPlan {
   return { fault: { spec: `${point}@${at}`, afterCheckpoints: 0 } };
 }
 
+/** The run with its subtasks opening in the given order after a restore (see {@link OpenOrder}). */
+function inOrder(run: RunPlan, openOrder: OpenOrder): RunPlan {
+  return { ...run, config: { ...run.config, openOrder } };
+}
+
+/** Both orders, alternating along a scenario's runs, so each scenario meets both. */
+const alternating = (index: number): OpenOrder => (index % 2 === 0 ? "cleanup-first" : "commits-first");
+
 /** A run at parallelism 2 with its subtasks on two worker threads (subtask i on worker i mod 2). */
 function onThreads(run: RunPlan): RunPlan {
   return { ...run, parallelism: 2, config: { ...run.config, workers: 2 } };
@@ -237,14 +250,18 @@ export function planScenarios(
       : { kill: { hook, afterCheckpoints: 1 + Math.floor(random() * 3), share: random(), among: hooks } };
 
   const chaosPoints = [...points].filter((p) => p !== "during-recovery-commit" && p !== "during-lingering-abort");
-  const chaosRuns: RunPlan[] = Array.from({ length: profile.chaosKills }, () => {
+  const chaosRuns: RunPlan[] = Array.from({ length: profile.chaosKills }, (_, index) => {
     const parallelism = canRescale ? { parallelism: 1 + Math.floor(random() * 4) } : {};
-    if (random() < 0.4) return { ...randomKill(pick(hooks)), mayFinish: true, ...parallelism };
-    return {
-      ...crashRun(pick(chaosPoints), { at: 1 + Math.floor(random() * 3), after: 1 + Math.floor(random() * 4) }),
-      mayFinish: true,
-      ...parallelism,
-    };
+    if (random() < 0.4)
+      return inOrder({ ...randomKill(pick(hooks)), mayFinish: true, ...parallelism }, alternating(index));
+    return inOrder(
+      {
+        ...crashRun(pick(chaosPoints), { at: 1 + Math.floor(random() * 3), after: 1 + Math.floor(random() * 4) }),
+        mayFinish: true,
+        ...parallelism,
+      },
+      alternating(index),
+    );
   });
   // Only sinks with transactions leave work for lingering cleanup behind a crash.
   const leavesWork = (parallelism: number) =>
@@ -392,8 +409,9 @@ export function planScenarios(
         description: "crash at parallelism 1, then at 4 with work pending, finish at 3",
         catches: "restored state of another subtask index not committed, or work of a vanished index left",
         records: 2 * profile.records,
-        runs: [crashRun("after-pre-commit", { parallelism: 1 }), leavesWork(4)],
-        final: { parallelism: 3 },
+        // 1 → 4: the new subtasks open before subtask 0 recovers; 4 → 3: subtask 0 first.
+        runs: [crashRun("after-pre-commit", { parallelism: 1 }), inOrder(leavesWork(4), "commits-first")],
+        final: { parallelism: 3, config: { openOrder: "cleanup-first" } },
         requires: ["acrossIndexes", ...pending],
       },
       notApplicable: rescale,
@@ -404,9 +422,34 @@ export function planScenarios(
         description: "crash at parallelism 4, then at 2 with work pending, finish at 1",
         catches: "restored states of several old subtasks merged wrongly, or their lingering work left",
         records: 2 * profile.records,
-        runs: [leavesWork(4), crashRun("after-checkpoint-durable", { parallelism: 2, after: 2 })],
+        // 4 → 2 with subtask 0's cleanup before subtask 1 commits what it restored.
+        runs: [
+          leavesWork(4),
+          inOrder(crashRun("after-checkpoint-durable", { parallelism: 2, after: 2 }), "cleanup-first"),
+        ],
         final: { parallelism: 1 },
         requires: ["merged", "acrossIndexes", ...pending],
+      },
+      notApplicable: rescale,
+    },
+    {
+      plan: {
+        name: "restore-across-owners",
+        description:
+          "every index pre-committed when killed at parallelism 4, then 4 → 2 (subtask 0 cleans up first), 2 → 3 and 3 → 2 (the other subtasks recover and begin first)",
+        catches:
+          "lingering cleanup that aborts pre-committed work another subtask restored (referenced spared only in part, or not at all), or that aborts another subtask's new transaction",
+        records: 2 * profile.records,
+        runs: [
+          crashRun("after-checkpoint-durable", { parallelism: 4, after: 2 }),
+          inOrder(crashRun("after-checkpoint-durable", { parallelism: 2, after: 2 }), "cleanup-first"),
+          inOrder(crashRun("after-checkpoint-durable", { parallelism: 3, after: 2 }), "commits-first"),
+        ],
+        final: { parallelism: 2, config: { openOrder: "commits-first" } },
+        requires:
+          pending.length > 0
+            ? ["pendingAcrossOwners", "cleanupBeforeCommits", "commitsBeforeCleanup"]
+            : ["acrossIndexes"],
       },
       notApplicable: rescale,
     },
@@ -422,10 +465,13 @@ export function planScenarios(
     {
       plan: {
         name: "late-notifications",
-        description: "completion notifications of older checkpoints arrive again after newer ones",
-        catches: "a late notification that commits or drops the wrong work",
+        description:
+          "each odd checkpoint's completion reaches the sink after the next one's, which finds its transaction still pending; every notification is repeated for the two before it",
+        catches:
+          "a completion that commits only its own checkpoint's transaction and forgets older pending ones, or a late notification that commits or drops the wrong work",
         runs: [],
         final: { config: { notifications: "late" } },
+        requires: ["subsumedCompletion"],
       },
     },
     {
@@ -442,16 +488,21 @@ export function planScenarios(
       plan: {
         name: "declined-checkpoint",
         description:
-          "checkpoint 4 is declined after the sink pre-committed it (another task outlasts the 1.5 s timeout); SIGKILL after the next one is durable",
-        catches: "a sink that discards pre-committed work when its checkpoint is declined",
+          "checkpoint 4 is declined after the sink pre-committed it (another task outlasts the 1.5 s timeout), the next completion finds it pending; SIGKILL when the third after it is durable",
+        catches:
+          "a sink that discards pre-committed work when its checkpoint is declined, or whose next completion commits only its own checkpoint's transaction",
+        // Enough records that checkpoints go on after subtask 0's 3 s wait.
+        records: 2 * profile.records,
         runs: [
           {
-            fault: { spec: "after-checkpoint-durable@1", afterCheckpoints: 3 },
+            // 5 completes and reaches the sink with 4 pending; the kill comes two checkpoints later,
+            // so the restored state is one taken after that completion.
+            fault: { spec: "after-checkpoint-durable@3", afterCheckpoints: 3 },
             // Long enough for a slow sink's own checkpoints under load; subtask 0 waits twice it at 4.
             config: { declineCheckpoint: 4, checkpointTimeoutMs: 1500 },
           },
         ],
-        requires: ["declinedAfterPreCommit"],
+        requires: ["declinedAfterPreCommit", "declinedThenCompleted"],
       },
     },
     {
@@ -516,11 +567,14 @@ export function planScenarios(
           ] as Array<[FaultPoint, number?]>
         )
           .filter(([point]) => points.has(point))
-          .map(([point, at]) =>
-            onThreads(
-              point === "during-recovery-commit" || point === "during-lingering-abort"
-                ? recoveryRun(point)
-                : crashRun(point, at === undefined ? {} : { at }),
+          .map(([point, at], index) =>
+            inOrder(
+              onThreads(
+                point === "during-recovery-commit" || point === "during-lingering-abort"
+                  ? recoveryRun(point)
+                  : crashRun(point, at === undefined ? {} : { at }),
+              ),
+              alternating(index),
             ),
           ),
         final: { parallelism: 2, config: { workers: 2 } },

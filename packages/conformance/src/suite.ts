@@ -1,3 +1,5 @@
+import { relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describeDeclarations, sinkDeclarations } from "./declarations.ts";
 import { type ConformanceDefinition, SCENARIOS, type ScenarioName } from "./definition.ts";
 import { runScenario, type ScenarioResult } from "./run-scenario.ts";
@@ -71,13 +73,38 @@ export async function runSelected(
   return runScenario(definition, sink, planFor, PROFILES[profile], seed);
 }
 
-/** Explains a failed or inconclusive scenario: what broke, at which fault points, and how to replay it. */
-export function formatFailure(definition: ConformanceDefinition, result: ScenarioResult): string {
+/** A size in bytes, for people: `12.3 MB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} kB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * Explains a failed or inconclusive scenario: what broke, at which fault points, and the
+ * command that replays it. `replay` is that command for the seed the result names (the
+ * CLI gives its own); by default the vitest one.
+ */
+export function formatFailure(
+  definition: ConformanceDefinition,
+  result: ScenarioResult,
+  replay: (seed: number) => string = (seed) =>
+    `EXACTLY_CONFORMANCE_SEED=${seed} pnpm exec vitest run <your conformance test> -t "${result.name}"`,
+): string {
+  const kept = result.scope
+    ? [
+        `  scratch dir kept at ${result.scope.dir}${result.scratchBytes === undefined ? "" : ` (${formatBytes(result.scratchBytes)})`}`,
+      ]
+    : [];
   return [
     `${definition.name} ${result.status === "inconclusive" ? "could not test" : "failed"} scenario ${result.name} (${result.description})`,
     ...result.failures.map((f) => `  - ${f}`),
     `  faults: ${result.faults.join(" → ") || "none"}`,
-    `  replay: EXACTLY_CONFORMANCE_SEED=${result.seed}${result.scope ? `; scratch dir kept at ${result.scope.dir}` : ""}`,
+    `  replay: ${replay(result.seed)}`,
+    // The seed fixes the plan; the machine still decides when checkpoints complete.
+    "  the seed replays the same plan (faults, kills, the order subtasks recover in, notifications); when",
+    "  checkpoints complete is up to the machine, so a replay that passes may need repeating (CLI: --repeat 5)",
+    ...kept,
   ].join("\n");
 }
 
@@ -107,6 +134,9 @@ export function conformanceSuite(
   options: SuiteOptions = {},
 ): void {
   const resolved = { ...options, ...resolveOptions(options) };
+  const file = callerFile();
+  const replay = (name: ScenarioName) => (seed: number) =>
+    `EXACTLY_CONFORMANCE_SEED=${seed} pnpm exec vitest run ${file ?? "<this test file>"} -t "${name}"`;
   runner.describe(`conformance: ${definition.name}`, () => {
     let scenarios: SelectedScenario[];
     let declarations: string;
@@ -139,7 +169,7 @@ export function conformanceSuite(
         selected.plan.name,
         async (context) => {
           const result = await runSelected(definition, selected, resolved);
-          if (result.status === "failed") throw new Error(formatFailure(definition, result));
+          if (result.status === "failed") throw new Error(formatFailure(definition, result, replay(result.name)));
           // Tested nothing in every attempt: not a pass, and not the sink's failure.
           if (result.status === "inconclusive") context.skip(`inconclusive: ${result.failures.join(" | ")}`);
         },
@@ -147,6 +177,19 @@ export function conformanceSuite(
       );
     }
   });
+}
+
+/** The file that called `conformanceSuite` (the test file), relative to the working directory. */
+function callerFile(): string | undefined {
+  const here = import.meta.url;
+  for (const line of (new Error().stack ?? "").split("\n").slice(1)) {
+    const match = /(file:\/\/[^\s)]+?|\/[^\s)(]+?):\d+:\d+\)?$/.exec(line.trim());
+    const url = match?.[1];
+    if (!url || url === here || url.startsWith(here.replace(/suite\.[jt]s$/, ""))) continue;
+    const path = url.startsWith("file://") ? fileURLToPath(url) : url;
+    return relative(process.cwd(), path) || path;
+  }
+  return undefined;
 }
 
 /**

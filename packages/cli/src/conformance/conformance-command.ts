@@ -1,7 +1,9 @@
+import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
   type ConformanceDefinition,
+  formatBytes,
   formatFailure,
   runConformance,
   SCENARIOS,
@@ -9,6 +11,7 @@ import {
   type ScenarioResult,
   selectScenarios,
 } from "@exactly/conformance";
+import { ConfigurationError } from "@exactly/core";
 import { SingleBar } from "cli-progress";
 
 export interface ConformanceCommandOptions {
@@ -16,7 +19,14 @@ export interface ConformanceCommandOptions {
   readonly seed?: number;
   readonly only?: string;
   readonly export: string;
+  /** Write a machine-readable report here (`-` for stdout, which then holds nothing else). */
+  readonly json?: string;
+  /** Run the selection this many times with the same seed; failed if any round fails. */
+  readonly repeat?: number;
 }
+
+/** The `--only` help: every scenario's name. */
+export const ONLY_HELP = `comma-separated scenario names: ${SCENARIOS.join(", ")}`;
 
 async function loadDefinition(module: string, exportName: string): Promise<ConformanceDefinition> {
   const loaded = (await import(pathToFileURL(resolve(module)).href)) as Record<string, unknown>;
@@ -34,7 +44,7 @@ function parseOnly(only: string | undefined): ScenarioName[] | undefined {
   const names = only.split(",").map((s) => s.trim());
   for (const name of names) {
     if (!(SCENARIOS as readonly string[]).includes(name)) {
-      throw new Error(`--only: unknown scenario ${name}; scenarios are ${SCENARIOS.join(", ")}`);
+      throw new ConfigurationError("--only", `unknown scenario ${name}; scenarios are ${SCENARIOS.join(", ")}`);
     }
   }
   return names as ScenarioName[];
@@ -52,7 +62,16 @@ export function describeExercised(result: ScenarioResult): string {
     seen.declinedAfterPreCommit && "decline after pre-commit",
     seen.lateNotification && "complete(n) after snapshot(n+1)",
     seen.onThreads && "subtasks on threads",
-    ...seen.killedInside.map((hook) => `killed inside ${hook}`),
+    seen.pendingAcrossOwners && "pending work of an index another subtask cleans up",
+    seen.cleanupBeforeCommits && "cleanup before another's recovery commits",
+    seen.commitsBeforeCleanup && "recovery commits before another's cleanup",
+    seen.subsumedCompletion && "completion with older work pending",
+    seen.declinedThenCompleted && "completion after a decline",
+    ...seen.killedInside.map((hook) =>
+      seen.killedInsideSynchronously.includes(hook)
+        ? `killed inside ${hook} (before a synchronous call)`
+        : `killed inside ${hook}`,
+    ),
   ].filter((w): w is string => typeof w === "string");
   return words.join(", ") || "fresh start only";
 }
@@ -79,6 +98,78 @@ export function formatTable(results: readonly ScenarioResult[]): string {
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
+/** The command that replays one scenario of this run with a given seed. */
+export function replayCommand(
+  module: string,
+  options: Pick<ConformanceCommandOptions, "full" | "export">,
+  scenario: ScenarioName,
+  seed: number,
+): string {
+  const flags = [
+    ...(options.full ? ["--full"] : []),
+    ...(options.export !== "definition" ? ["--export", options.export] : []),
+  ];
+  return ["exactly conformance", module, "--seed", String(seed), "--only", scenario, ...flags].join(" ");
+}
+
+/** One scenario in the `--json` report. */
+export interface JsonScenario {
+  readonly scenario: ScenarioName;
+  readonly round: number;
+  readonly verdict: ScenarioResult["status"];
+  readonly seed: number;
+  readonly attempts: number;
+  readonly durationMs: number;
+  readonly exercised: string;
+  readonly details: readonly string[];
+  readonly notes: readonly string[];
+  readonly faults: readonly string[];
+  readonly killsLanded: readonly string[];
+  readonly skipReason?: string;
+  readonly replay?: string;
+  readonly scratchDir?: string;
+  readonly scratchBytes?: number;
+}
+
+export function jsonReport(
+  definition: ConformanceDefinition,
+  module: string,
+  options: ConformanceCommandOptions,
+  rounds: readonly (readonly ScenarioResult[])[],
+  outcome: "passed" | "failed" | "inconclusive",
+): object {
+  const scenarios: JsonScenario[] = rounds.flatMap((results, round) =>
+    results.map((r) => ({
+      scenario: r.name,
+      round: round + 1,
+      verdict: r.status,
+      seed: r.seed,
+      attempts: r.attempts,
+      durationMs: r.durationMs,
+      exercised: describeExercised(r),
+      details: r.failures,
+      notes: r.notes,
+      faults: r.faults,
+      killsLanded: r.killsLanded ?? [],
+      ...(r.skipReason ? { skipReason: r.skipReason } : {}),
+      ...(r.status === "failed" || r.status === "inconclusive"
+        ? { replay: replayCommand(module, options, r.name, r.seed) }
+        : {}),
+      ...(r.scope ? { scratchDir: r.scope.dir } : {}),
+      ...(r.scratchBytes === undefined ? {} : { scratchBytes: r.scratchBytes }),
+    })),
+  );
+  return {
+    definition: definition.name,
+    module,
+    profile: options.full ? "full" : "ci",
+    seed: rounds[0]?.[0]?.seed ?? options.seed ?? null,
+    rounds: rounds.length,
+    outcome,
+    scenarios,
+  };
+}
+
 /**
  * `exactly conformance <module>`: the suite without vitest. The outcome is "failed" on any
  * failure, else "inconclusive" when a scenario tested nothing in all its attempts, else "passed".
@@ -89,31 +180,62 @@ export async function runConformanceCommand(
 ): Promise<"passed" | "failed" | "inconclusive"> {
   const definition = await loadDefinition(module, options.export);
   const only = parseOnly(options.only);
+  const repeat = options.repeat ?? 1;
+  if (!Number.isInteger(repeat) || repeat < 1)
+    throw new ConfigurationError("--repeat", `must be 1 or more; got ${repeat}`);
+  // One seed for every round: --repeat replays the same plans.
+  const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const suiteOptions = {
     profile: options.full ? ("full" as const) : ("ci" as const),
-    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    seed,
     ...(only ? { only } : {}),
   };
+  // With --json -, stdout holds the report alone.
+  const log = options.json === "-" ? (text: string) => process.stderr.write(`${text}\n`) : console.log;
   const total = selectScenarios(definition, suiteOptions).length;
-  const bar = new SingleBar({
-    format: `conformance: ${definition.name} |{bar}| {value}/{total} {scenario}`,
-    stream: process.stderr,
-    noTTYOutput: true,
-    notTTYSchedule: 2000,
-  });
-  bar.start(total, 0, { scenario: "" });
-  const results = await runConformance(definition, suiteOptions, (result) =>
-    bar.increment(1, { scenario: `${result.name}: ${result.status}` }),
-  );
-  bar.stop();
-  console.log(formatTable(results));
+  const rounds: ScenarioResult[][] = [];
+  for (let round = 1; round <= repeat; round++) {
+    const bar = new SingleBar({
+      format: `conformance: ${definition.name}${repeat > 1 ? ` (round ${round} of ${repeat})` : ""} |{bar}| {value}/{total} {scenario}`,
+      stream: process.stderr,
+      noTTYOutput: true,
+      notTTYSchedule: 2000,
+    });
+    bar.start(total, 0, { scenario: "" });
+    rounds.push(
+      await runConformance(definition, suiteOptions, (result) =>
+        bar.increment(1, { scenario: `${result.name}: ${result.status}` }),
+      ),
+    );
+    bar.stop();
+  }
+  const results = rounds.flat();
+  for (const [round, roundResults] of rounds.entries()) {
+    if (repeat > 1) log(`\nround ${round + 1} of ${repeat}`);
+    log(formatTable(roundResults));
+  }
   const failed = results.filter((r) => r.status === "failed");
   const inconclusive = results.filter((r) => r.status === "inconclusive");
-  for (const result of [...failed, ...inconclusive]) console.log(`\n${formatFailure(definition, result)}`);
+  for (const result of [...failed, ...inconclusive]) {
+    log(`\n${formatFailure(definition, result, (s) => replayCommand(module, options, result.name, s))}`);
+  }
+  const kept = failed.filter((r) => r.scope);
+  if (kept.length > 0) {
+    log("\nscratch folders of failed scenarios, kept for a post-mortem (passed ones are removed):");
+    for (const r of kept) {
+      log(`  ${r.scope?.dir}  ${r.scratchBytes === undefined ? "" : formatBytes(r.scratchBytes)}  (${r.name})`);
+    }
+  }
   const passed = results.filter((r) => r.status === "passed").length;
   const skipped = results.filter((r) => r.status === "skipped").length;
-  console.log(
-    `\n${passed} passed, ${failed.length} failed, ${inconclusive.length} inconclusive, ${skipped} skipped (seed ${results[0]?.seed ?? "-"})`,
+  log(
+    `\n${passed} passed, ${failed.length} failed, ${inconclusive.length} inconclusive, ${skipped} skipped (seed ${seed}${repeat > 1 ? `, ${repeat} rounds` : ""})`,
   );
-  return failed.length > 0 ? "failed" : inconclusive.length > 0 ? "inconclusive" : "passed";
+  const outcome = failed.length > 0 ? "failed" : inconclusive.length > 0 ? "inconclusive" : "passed";
+  if (options.json) {
+    const report = `${JSON.stringify(jsonReport(definition, module, options, rounds, outcome), null, 2)}\n`;
+    if (options.json === "-") process.stdout.write(report);
+    else await writeFile(options.json, report);
+  }
+  return outcome;
 }

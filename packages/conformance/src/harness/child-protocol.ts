@@ -27,6 +27,8 @@ export interface KillPlan {
   readonly count: "call" | "process";
 }
 
+export type OpenOrder = "cleanup-first" | "commits-first";
+
 /** A named fault point, armed once `afterCheckpoints` checkpoints have completed. */
 export interface FaultPlan {
   /** `<point>@<n>`, counted from the moment it is armed. */
@@ -81,6 +83,18 @@ export interface ChildConfig {
   readonly killInSlowSnapshotAfter?: number;
   /** Hold every completion notification this long before the sink sees it (commits wait, work stays pending). */
   readonly holdCommitsMs?: number;
+  /**
+   * Which subtasks open first after a restore, so the order of recovery is the plan's, not
+   * chance's. Subtask 0 cleans up every index at or above the parallelism (the others only
+   * their own), so it is the one whose cleanup can meet another subtask's restored work:
+   * "cleanup-first": subtask 0 opens (commits what it restored, aborts lingering work,
+   * begins) before any other subtask starts its open, so another subtask's restored
+   * pre-committed work is still uncommitted while subtask 0 cleans up;
+   * "commits-first": every other subtask opens (recovery commits, then a new transaction
+   * begun) before subtask 0 starts its open.
+   * Undefined: every subtask opens at once, as the runtime does.
+   */
+  readonly openOrder?: OpenOrder;
   readonly fault?: FaultPlan;
   readonly kill?: KillPlan;
   /** Count the external operations of every hook call and journal them (sizes later kills). */
@@ -106,7 +120,13 @@ export type JournalEntry =
       readonly restoredFrom: readonly number[];
       /** Pending (pre-committed, uncommitted) work in the restored states, as the base classes record it. */
       readonly restoredPending: number;
+      /** The old subtask indexes (of `restoredFrom`) whose restored state held pending work. */
+      readonly pendingFrom?: readonly number[];
+      /** The subtasks this one waited for to finish their open first (the run's `openOrder`). */
+      readonly waitedFor?: readonly number[];
     }
+  /** The subtask's open returned (or failed): its recovery commits, cleanup and first begin are done. */
+  | { readonly e: "opened"; readonly pid: number; readonly subtask: number; readonly ok: boolean }
   /** The subtask's snapshot of n returned: per lane, the first and last id it wrote since its previous snapshot. */
   | {
       readonly e: "snapshot";
@@ -119,15 +139,33 @@ export type JournalEntry =
     }
   | { readonly e: "complete"; readonly pid: number; readonly checkpointId: number }
   | { readonly e: "declined"; readonly pid: number; readonly checkpointId: number }
-  | { readonly e: "notified"; readonly pid: number; readonly subtask: number; readonly checkpointId: number }
+  | {
+      readonly e: "notified";
+      readonly pid: number;
+      readonly subtask: number;
+      readonly checkpointId: number;
+      /**
+       * Older checkpoints this subtask pre-committed whose completion it had not been told
+       * of: the notification subsumed them (their transactions were still pending).
+       */
+      readonly older?: readonly number[];
+    }
   | { readonly e: "late-notified"; readonly pid: number; readonly subtask: number; readonly checkpointId: number }
   /**
    * A call of `hook` started `ios` external operations in its own context, and the process
    * `during` of them while it was in flight (journaled for open always, else when it grows).
    */
   | { readonly e: "ios"; readonly pid: number; readonly hook: Hook; readonly ios: number; readonly during: number }
-  /** The child killed itself inside `hook` before its `io`-th external operation (inside false: right after the call). */
-  | { readonly e: "kill"; readonly pid: number; readonly hook: Hook; readonly io: number; readonly inside: boolean };
+  /** The child killed itself inside `hook` before its `io`-th external operation (inside false: at the call's end). */
+  | {
+      readonly e: "kill";
+      readonly pid: number;
+      readonly hook: Hook;
+      readonly io: number;
+      readonly inside: boolean;
+      /** The operation it died before was a synchronous client's call (node:sqlite), not an async one. */
+      readonly synchronous?: boolean;
+    };
 
 /** The child's journal in a scope's directory. */
 export const JOURNAL = ".conformance-journal.jsonl";

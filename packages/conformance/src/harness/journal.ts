@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ownsSubtaskIndex } from "@exactly/core";
 import type { ScenarioScope } from "../definition.ts";
 import { type Hook, JOURNAL, type JournalEntry, LANES } from "./child-protocol.ts";
 
@@ -33,8 +34,30 @@ export interface Exercised {
   readonly lateNotification: boolean;
   /** Some run had its sink subtasks on two or more threads. */
   readonly onThreads: boolean;
+  /**
+   * Some subtask restored pending work of an old index whose lingering cleanup another
+   * subtask owns (`ownsSubtaskIndex`): after 4 → 2, old index 3's state goes to subtask 1,
+   * its cleanup to subtask 0.
+   */
+  readonly pendingAcrossOwners: boolean;
+  /**
+   * The owner of such an index finished its open (its lingering cleanup) before the
+   * subtask that restored the index's pending work started its recovery commits.
+   */
+  readonly cleanupBeforeCommits: boolean;
+  /**
+   * A subtask that restored pending work finished its open (recovery commits, then a new
+   * transaction begun) before another subtask, which cleans up lingering work, started its open.
+   */
+  readonly commitsBeforeCleanup: boolean;
+  /** A completion reached a subtask while an older checkpoint it pre-committed was still pending. */
+  readonly subsumedCompletion: boolean;
+  /** A checkpoint was declined after a subtask pre-committed it, and a later completion then reached that subtask. */
+  readonly declinedThenCompleted: boolean;
   /** Hooks a random kill landed inside of. */
   readonly killedInside: readonly Hook[];
+  /** Of those, hooks a kill landed inside of before a synchronous client's call (node:sqlite). */
+  readonly killedInsideSynchronously: readonly Hook[];
   /**
    * Most external operations a call of each hook started in its own context (`ios`), and
    * the process started while it was in flight (`during`), in the latest run that made one:
@@ -50,14 +73,44 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
   let merged = false;
   let lateNotification = false;
   const killedInside = new Set<Hook>();
+  const killedInsideSynchronously = new Set<Hook>();
   const ios: Partial<Record<Hook, { ios: number; during: number }>> = {};
   const iosPid: Partial<Record<Hook, number>> = {};
   const snapshots = new Set<string>();
   const declined: string[] = [];
   const threads = new Map<number, Set<number>>();
-  for (const entry of entries) {
+  // Per process, where each subtask's open started and returned in the journal's order.
+  const opens = new Map<
+    number,
+    {
+      parallelism: number;
+      started: Map<number, { at: number; pendingFrom: readonly number[] }>;
+      ended: Map<number, number>;
+    }
+  >();
+  let pendingAcrossOwners = false;
+  let subsumedCompletion = false;
+  const subsumed: string[] = [];
+  for (const [at, entry] of entries.entries()) {
     switch (entry.e) {
-      case "open":
+      case "opened":
+        opens.get(entry.pid)?.ended.set(entry.subtask, at);
+        break;
+      case "notified":
+        if (entry.older && entry.older.length > 0) {
+          subsumedCompletion = true;
+          for (const id of entry.older) subsumed.push(`${entry.pid}/${id}`);
+        }
+        break;
+      case "open": {
+        const pendingFrom = entry.pendingFrom ?? [];
+        if (pendingFrom.some((j) => !ownsSubtaskIndex(entry.subtask, entry.parallelism, j))) pendingAcrossOwners = true;
+        let run = opens.get(entry.pid);
+        if (!run) {
+          run = { parallelism: entry.parallelism, started: new Map(), ended: new Map() };
+          opens.set(entry.pid, run);
+        }
+        run.started.set(entry.subtask, { at, pendingFrom });
         if (!threads.has(entry.pid)) threads.set(entry.pid, new Set());
         threads.get(entry.pid)?.add(entry.thread);
         if (entry.restoredFrom.length > 0) restoredState = true;
@@ -65,6 +118,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
         if (entry.restoredFrom.some((j) => j !== entry.subtask)) acrossIndexes = true;
         if (entry.restoredFrom.length > 1) merged = true;
         break;
+      }
       case "snapshot":
         // Subtask 0 is the slow one a decline waits for; the others pre-commit on time.
         if (entry.subtask !== 0 && Object.keys(entry.lanes).length > 0)
@@ -86,6 +140,7 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
       }
       case "kill":
         if (entry.inside) killedInside.add(entry.hook);
+        if (entry.inside && entry.synchronous) killedInsideSynchronously.add(entry.hook);
         break;
     }
   }
@@ -95,9 +150,14 @@ export function exercised(entries: readonly JournalEntry[]): Exercised {
     acrossIndexes,
     merged,
     declinedAfterPreCommit: declined.some((d) => snapshots.has(d)),
+    pendingAcrossOwners,
+    ...openOrders(opens),
+    subsumedCompletion,
+    declinedThenCompleted: declined.some((d) => snapshots.has(d) && subsumed.includes(d)),
     lateNotification,
     onThreads: [...threads.values()].some((seen) => seen.size > 1),
     killedInside: [...killedInside],
+    killedInsideSynchronously: [...killedInsideSynchronously],
     ios,
   };
 }
@@ -107,6 +167,35 @@ export interface TransactionIds {
   readonly checkpointId: number;
   readonly subtask: number;
   readonly ids: readonly number[];
+}
+
+/** Which orders of recovery the runs' opens showed, from where each open started and returned. */
+function openOrders(
+  opens: ReadonlyMap<
+    number,
+    {
+      parallelism: number;
+      started: ReadonlyMap<number, { at: number; pendingFrom: readonly number[] }>;
+      ended: ReadonlyMap<number, number>;
+    }
+  >,
+): { cleanupBeforeCommits: boolean; commitsBeforeCleanup: boolean } {
+  let cleanupBeforeCommits = false;
+  let commitsBeforeCleanup = false;
+  for (const { parallelism, started, ended } of opens.values()) {
+    for (const [subtask, { at, pendingFrom }] of started) {
+      if (pendingFrom.length === 0) continue;
+      for (const j of pendingFrom) {
+        // The one subtask that cleans up index j in this run.
+        const owner = j < parallelism ? j : 0;
+        if (owner !== subtask && (ended.get(owner) ?? Number.POSITIVE_INFINITY) < at) cleanupBeforeCommits = true;
+      }
+      const done = ended.get(subtask);
+      if (done === undefined) continue;
+      for (const [other, begun] of started) if (other !== subtask && begun.at > done) commitsBeforeCleanup = true;
+    }
+  }
+  return { cleanupBeforeCommits, commitsBeforeCleanup };
 }
 
 /**

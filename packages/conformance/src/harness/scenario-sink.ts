@@ -5,7 +5,7 @@
  * journal (child-protocol.ts) that the test process checks against.
  */
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readSync } from "node:fs";
 import { Socket } from "node:net";
 import { threadId } from "node:worker_threads";
 import type { Batch, Sink, SinkContext } from "@exactly/core";
@@ -66,16 +66,29 @@ export class ScenarioControl {
         control.operation();
         return (write as (...a: unknown[]) => boolean).apply(this, args);
       } as typeof Socket.prototype.write;
+      // A synchronous client starts no async resource at all (node:sqlite's statements run
+      // on the calling thread): its calls are counted where they are made, so a kill lands
+      // between two of them inside one sink call.
+      for (const [prototype, methods] of synchronousClients()) {
+        for (const method of methods) {
+          const original = prototype[method];
+          if (typeof original !== "function") continue;
+          prototype[method] = function (this: unknown, ...args: unknown[]) {
+            control.operation(true);
+            return (original as (...a: unknown[]) => unknown).apply(this, args);
+          };
+        }
+      }
     }
   }
 
   /** An external operation is about to start: count it for the calls in flight, or die before it. */
-  private operation(): void {
+  private operation(synchronous = false): void {
     const own = this.calls.getStore();
     for (const call of this.inFlight) {
       const mine = call === own;
       if (call.target >= 0 && (call.count === "process" ? call.during : mine ? call.ios : -1) === call.target) {
-        this.die(call.hook, call.target, true);
+        this.die(call.hook, call.target, true, synchronous);
       }
       call.during++;
       if (mine) call.ios++;
@@ -95,13 +108,45 @@ export class ScenarioControl {
     if (fault && this.completed === fault.afterCheckpoints) armFault(fault.spec);
   }
 
+  /**
+   * Waits until each of `subtasks` journaled that its open returned in this process (on
+   * any thread: the journal is the one file every thread appends to).
+   */
+  async waitOpened(subtasks: readonly number[]): Promise<void> {
+    const waiting = new Set(subtasks);
+    appendFileSync(this.journalPath, "");
+    const fd = openSync(this.journalPath, "r");
+    let offset = 0;
+    let rest = "";
+    const chunk = Buffer.alloc(64 * 1024);
+    try {
+      while (waiting.size > 0) {
+        const read = readSync(fd, chunk, 0, chunk.length, offset);
+        if (read === 0) {
+          await sleep(5);
+          continue;
+        }
+        offset += read;
+        const lines = (rest + chunk.toString("utf8", 0, read)).split("\n");
+        rest = lines.pop() ?? "";
+        for (const line of lines) {
+          if (!line.includes('"e":"opened"')) continue;
+          const entry = JSON.parse(line) as Extract<JournalEntry, { e: "opened" }>;
+          if (entry.pid === process.pid) waiting.delete(entry.subtask);
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+
   journal(entry: JournalEntry): void {
     // Synchronous: a SIGKILL right after must not lose the line.
     appendFileSync(this.journalPath, `${JSON.stringify(entry)}\n`);
   }
 
-  die(hook: Hook, io: number, inside: boolean): never {
-    this.journal({ e: "kill", pid: process.pid, hook, io, inside });
+  die(hook: Hook, io: number, inside: boolean, synchronous = false): never {
+    this.journal({ e: "kill", pid: process.pid, hook, io, inside, ...(synchronous ? { synchronous } : {}) });
     process.kill(process.pid, "SIGKILL");
     throw new Error("unreachable: SIGKILL was sent");
   }
@@ -162,6 +207,23 @@ export class ScenarioControl {
   }
 }
 
+/**
+ * The synchronous clients whose calls count as external operations: node:sqlite's
+ * statements (when this Node has it).
+ */
+function synchronousClients(): Array<[Record<string, unknown>, readonly string[]]> {
+  try {
+    const sqlite = process.getBuiltinModule("node:sqlite") as typeof import("node:sqlite") | undefined;
+    if (!sqlite) return [];
+    return [
+      [sqlite.DatabaseSync.prototype as unknown as Record<string, unknown>, ["exec"]],
+      [sqlite.StatementSync.prototype as unknown as Record<string, unknown>, ["run", "get", "all", "iterate"]],
+    ];
+  } catch {
+    return [];
+  }
+}
+
 /** Pending work in a restored state, as the base classes record it (a `pending` list). */
 function pendingIn(state: unknown): number {
   const pending = (state as { pending?: unknown } | null)?.pending;
@@ -176,6 +238,12 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
   private lanes = new Map<number, [number, number]>();
   /** With "after-next-barrier": notifications held until the next snapshot has pre-committed. */
   private readonly held = new Map<number, () => Promise<void>>();
+  /** With "late": an odd checkpoint's notification, held until the next one has reached the sink. */
+  private heldLate: { readonly checkpointId: number; readonly release: () => Promise<void> } | undefined;
+  /** Checkpoints this subtask pre-committed (records in its snapshot), in order, not yet known completed. */
+  private preCommitted: number[] = [];
+  /** The newest checkpoint whose completion reached the sink. */
+  private lastNotified = 0;
 
   constructor(inner: Sink<ConformanceRecord>, control: ScenarioControl) {
     this.inner = inner;
@@ -196,6 +264,9 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
     if (previous !== undefined && context.restoredStates.length > 0) {
       for (let j = 0; j < previous; j++) if (j % context.parallelism === context.subtask) restoredFrom.push(j);
     }
+    const pendingFrom = restoredFrom.filter((_, k) => pendingIn(context.restoredStates[k]) > 0);
+    const waitedFor = this.openFirst(context);
+    if (waitedFor.length > 0) await this.control.waitOpened(waitedFor);
     this.control.journal({
       e: "open",
       pid: process.pid,
@@ -206,8 +277,26 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
       restoredCheckpointId: context.restoredCheckpointId ?? null,
       restoredFrom,
       restoredPending: context.restoredStates.reduce<number>((n, s) => n + pendingIn(s), 0),
+      pendingFrom,
+      waitedFor,
     });
-    await this.control.track("open", () => this.inner.open(context));
+    let ok = false;
+    try {
+      await this.control.track("open", () => this.inner.open(context));
+      ok = true;
+    } finally {
+      // Also when the open failed: a subtask waiting for this one must not wait forever.
+      this.control.journal({ e: "opened", pid: process.pid, subtask: context.subtask, ok });
+    }
+  }
+
+  /** The subtasks whose open must return before this one's starts, by the run's `openOrder`. */
+  private openFirst(context: SinkContext): number[] {
+    const order = this.control.config.openOrder;
+    if (order === undefined || context.parallelism < 2) return [];
+    if (order === "cleanup-first") return context.subtask === 0 ? [] : [0];
+    if (context.subtask !== 0) return [];
+    return Array.from({ length: context.parallelism - 1 }, (_, k) => k + 1);
   }
 
   writeBatch(batch: Batch<ConformanceRecord>): void | Promise<void> {
@@ -234,6 +323,7 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
       if (after !== undefined && this.control.completed >= after) this.control.die("snapshotState", 0, false);
     }
     const state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
+    if (lanes && Object.keys(lanes).length > 0) this.preCommitted.push(checkpointId);
     this.control.journal({
       e: "snapshot",
       pid: process.pid,
@@ -281,17 +371,53 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
   private async notifyNow(checkpointId: number): Promise<void> {
     const { config } = this.control;
     if (config.holdCommitsMs) await sleep(config.holdCommitsMs);
+    if (config.notifications === "late") return this.notifyOutOfOrder(checkpointId);
     await this.deliver(checkpointId);
     if (config.notifications === "duplicate") await this.inner.notifyCheckpointComplete(checkpointId);
-    if (config.notifications === "late") {
+  }
+
+  /**
+   * "late": an odd checkpoint's notification waits for the next one, which reaches the sink
+   * first with the odd one's transaction still pending (subsumed), and arrives after it;
+   * every notification is followed by repeats of the two before it.
+   */
+  private notifyOutOfOrder(checkpointId: number): Promise<void> {
+    if (checkpointId % 2 === 1 && this.heldLate === undefined) {
+      return new Promise<void>((resolve, reject) => {
+        const release = async () => {
+          clearTimeout(fallback);
+          this.heldLate = undefined;
+          await this.deliver(checkpointId).then(resolve, reject);
+        };
+        // The last checkpoint has no next one: deliver it anyway after a while.
+        const fallback = setTimeout(() => {
+          if (this.heldLate?.checkpointId === checkpointId) release();
+        }, 500);
+        this.heldLate = { checkpointId, release };
+      });
+    }
+    return (async () => {
+      await this.deliver(checkpointId);
+      const held = this.heldLate;
+      if (held && held.checkpointId < checkpointId) await held.release();
       for (const late of [checkpointId - 1, checkpointId - 2])
         if (late > 0) await this.inner.notifyCheckpointComplete(late);
-    }
+    })();
   }
 
   private async deliver(checkpointId: number): Promise<void> {
+    // Older pre-committed checkpoints not yet known completed: this notification subsumes them.
+    const older = this.preCommitted.filter((id) => id < checkpointId && id > this.lastNotified);
+    this.lastNotified = Math.max(this.lastNotified, checkpointId);
+    this.preCommitted = this.preCommitted.filter((id) => id > this.lastNotified);
     await this.control.track("notifyCheckpointComplete", () => this.inner.notifyCheckpointComplete(checkpointId));
-    this.control.journal({ e: "notified", pid: process.pid, subtask: this.subtask, checkpointId });
+    this.control.journal({
+      e: "notified",
+      pid: process.pid,
+      subtask: this.subtask,
+      checkpointId,
+      ...(older.length > 0 ? { older } : {}),
+    });
   }
 
   notifyCheckpointAborted = (checkpointId: number) => this.inner.notifyCheckpointAborted(checkpointId);
