@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { access, type FileHandle, open, readFile, rm } from "node:fs/promises";
+import { access, type FileHandle, readFile, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
 import {
   AbortMultipartUploadCommand,
@@ -34,7 +34,7 @@ import {
   s3ErrorName,
 } from "./s3-connection.ts";
 import { S3Prefix } from "./s3-prefix.ts";
-import { createSpoolDirectory, defaultSpoolRoot, RetainedParts } from "./spool.ts";
+import { createSpoolDirectory, defaultSpoolRoot, openSpoolFile, RetainedParts } from "./spool.ts";
 
 /** S3 takes parts of at least 5 MiB, except the last one. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
@@ -53,7 +53,10 @@ export interface S3WriterOptions {
   readonly partSizeBytes?: number;
   /** Parts in flight at once per writer (one sink subtask). Memory is about partSizeBytes × this. Default 4. */
   readonly uploadConcurrency?: number;
-  /** Where bytes wait for their upload. Default `<os tmpdir>/exactly-s3-spool`. */
+  /**
+   * Where bytes wait for their upload: a directory of ours that others cannot write to
+   * (refused otherwise). Default `<os tmpdir>/exactly-s3-spool-<uid>`, made with mode 0700.
+   */
   readonly spoolDirectory?: string;
 }
 
@@ -81,6 +84,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
   readonly uploadConcurrency: number;
   private readonly connection: S3ConnectionOptions;
   private readonly spoolRoot: string;
+  private readonly spoolConfigured: boolean;
   private spoolDir: Promise<string> | undefined;
   private s3: S3Client | undefined;
   /** Cleared when the server answers NotImplemented to a conditional completion. */
@@ -103,8 +107,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.uploadConcurrency = requirePositiveInteger("uploadConcurrency", options.uploadConcurrency ?? 4);
     this.connection = options.connection ?? {};
     this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
+    this.spoolConfigured = options.spoolDirectory !== undefined;
     this.slots = new UploadSlots(this.uploadConcurrency);
-    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix);
+    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix, () => this.spool());
     this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
   }
 
@@ -115,7 +120,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
   }
 
   spool(): Promise<string> {
-    this.spoolDir ??= createSpoolDirectory(this.spoolRoot);
+    this.spoolDir ??= createSpoolDirectory(this.spoolRoot, { configured: this.spoolConfigured });
     return this.spoolDir;
   }
 
@@ -283,6 +288,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * when it is published, else why it cannot be.
    */
   private async publishAgain(part: PartDescriptor, lost: MultipartUploadState): Promise<string | undefined> {
+    await this.spool(); // the copies are read only from a root that passed its checks
     for (const p of lost.parts) {
       if (!(await exists(this.retained.pathOf(lost.uploadId, p.n)))) {
         return `this machine has no copy of part ${p.n} to publish it again`;
@@ -526,7 +532,7 @@ class S3OpenPart implements OpenPart {
     if (!data) return;
     if (!this.spoolFile) {
       const path = join(this.spoolDir, `${this.upload.nonce}-${this.nextPart}`);
-      this.spoolFile = { handle: await open(path, "w"), path, bytes: 0 };
+      this.spoolFile = { handle: await openSpoolFile(path), path, bytes: 0 };
     }
     await writeAll(this.spoolFile.handle, data);
     this.spoolFile.bytes += data.length;
