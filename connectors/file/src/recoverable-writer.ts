@@ -83,6 +83,12 @@ export interface RecoverableWriter {
    * restarting). Default: the runtime's transient error codes.
    */
   isTransient?(error: unknown): boolean;
+  /**
+   * Checks, when the sink opens and before it touches any part, that the storage is there
+   * and accepts us; refuses a setting that cannot work with a ConfigurationError naming it
+   * (S3: a bucket that does not exist, credentials the server refuses).
+   */
+  open?(): Promise<void>;
   openPart(part: PartDescriptor): Promise<OpenPart>;
   /** Releases the writer's client (sockets) when the sink closes; it may be opened again. */
   close?(): void | Promise<void>;

@@ -7,6 +7,7 @@ import {
   CreateMultipartUploadCommand,
   HeadObjectCommand,
   type HeadObjectCommandOutput,
+  ListObjectsV2Command,
   ListPartsCommand,
   type S3Client,
   UploadPartCommand,
@@ -25,8 +26,11 @@ import {
 } from "../recoverable-writer.ts";
 import {
   createS3Client,
+  httpStatus,
+  isNoSuchBucket,
   isNotFound,
   isNotImplemented,
+  isRefusedCredentials,
   isTransientS3Error,
   joinKey,
   requireSafeKeyPrefix,
@@ -117,6 +121,41 @@ export class S3RecoverableWriter implements RecoverableWriter {
   get client(): S3Client {
     this.s3 ??= createS3Client(this.connection);
     return this.s3;
+  }
+
+  /**
+   * Lists at most one key under the prefix: a bucket that does not exist, or credentials the
+   * server refuses, would otherwise surface only at the first write, and be restarted as if
+   * they could pass. The refusal keeps only the server's error name and request id: the SDK's
+   * error is not kept as the cause, so nothing of the request can reach a log.
+   */
+  async open(): Promise<void> {
+    try {
+      await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: this.prefix === "" ? "" : `${this.prefix}/`,
+          MaxKeys: 1,
+        }),
+      );
+    } catch (error) {
+      const said = `${s3ErrorName(error) ?? "error"} ${httpStatus(error) ?? ""}`.trim();
+      const request = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
+      const answer = `the server answered ${said}${request ? ` (request ${request})` : ""}`;
+      if (isNoSuchBucket(error)) {
+        throw new ConfigurationError(
+          "bucket",
+          `the S3 bucket ${JSON.stringify(this.bucket)} does not exist: ${answer}`,
+        );
+      }
+      if (isRefusedCredentials(error)) {
+        throw new ConfigurationError(
+          "credentials",
+          `the server refused them for listing the S3 bucket ${JSON.stringify(this.bucket)}: ${answer}`,
+        );
+      }
+      throw error;
+    }
   }
 
   spool(): Promise<string> {

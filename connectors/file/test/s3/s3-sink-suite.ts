@@ -20,8 +20,10 @@ import {
 import {
   ArraySource,
   ConfigurationError,
+  DeliveryGuarantee,
   JobFailedError,
   RecordWriteError,
+  type Sink,
   StreamJob,
   silentLogger,
   withRetry,
@@ -53,6 +55,29 @@ function startJob(config: S3JobConfig, fault?: string) {
     child.on("exit", (code, signal) => resolve({ code, signal, stderr })),
   );
   return { child, exited };
+}
+
+/** Runs `records` through the sink `make` builds, with no restart; the job's error, or undefined. */
+export async function runS3Job<T>(make: () => Sink<T>, records: readonly T[]): Promise<unknown> {
+  const job = new StreamJob({
+    name: "s3-settings",
+    checkpoint: { storage: join(await temp(), "checkpoints"), intervalMs: 1000 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+  });
+  job.fromSource(new ArraySource(records, { name: "rows" })).sinkTo(make, { name: "files" });
+  return job.execute().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+/** The ConfigurationError in an error's cause chain, if any. */
+export function configurationErrorIn(error: unknown): ConfigurationError | undefined {
+  for (let e = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ConfigurationError) return e;
+  }
+  return undefined;
 }
 
 /** The suite, against the server `s3Config()` names (read inside each test, so a missing server fails it). */
@@ -88,6 +113,22 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
       }
       return undefined;
     }
+
+    describe("a bucket the server does not have", () => {
+      it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
+        "is refused when the sink opens, naming the setting (%s)",
+        async (guarantee) => {
+          const missing = `exactly-missing-${randomBytes(4).toString("hex")}`;
+          const error = await runS3Job(
+            () => s3FileSink({ bucket: missing, prefix: "p", connection: s3Config(), guarantee }),
+            [{ id: 1 }],
+          );
+          const refusal = configurationErrorIn(error);
+          expect(refusal?.setting).toBe("bucket");
+          expect(refusal?.message).toContain(missing);
+        },
+      );
+    });
 
     describe("keys", () => {
       it.each(["../x", "/abs", "a//b", "a/./b", "a/../b", "a\\b"])(
@@ -161,7 +202,7 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         await job.execute();
         const keys = await listKeys(s3client, bucket, `${prefix}/`);
         expect(keys).toHaveLength(1);
-        expect(keys[0]).toMatch(new RegExp(`^${prefix}/a/b/part-files-0-\\d+-0$`));
+        expect(keys[0]).toMatch(new RegExp(`^${prefix}/a/b/part-files-0-\\d+-0-[0-9a-f]{12}$`));
       });
     });
 
