@@ -16,13 +16,10 @@ export class UnsafeBucketPathError extends ExactlyError {
   }
 }
 
-const MAX_SEGMENT_BYTES = 255;
-
 /**
  * Checks a bucket path and returns it normalized ('' for the base). Paths never escape the
  * base: absolute paths, '..' segments and NUL bytes are rejected, and so are segments that
- * start with '.', which readers treat as hidden (our in-progress files are hidden), and segments
- * longer than a file name can be (255 bytes).
+ * start with '.', which readers treat as hidden (our in-progress files are hidden).
  */
 export function validateBucket(bucket: string): string {
   if (typeof bucket !== "string") throw new UnsafeBucketPathError(String(bucket), "not a string");
@@ -33,10 +30,6 @@ export function validateBucket(bucket: string): string {
   const segments = normalized.split(/[\\/]/);
   if (segments.some((s) => s === "..")) throw new UnsafeBucketPathError(bucket, "leaves the base directory");
   if (segments.some((s) => s.startsWith("."))) throw new UnsafeBucketPathError(bucket, "has a hidden segment");
-  // A file name holds at most 255 bytes on common file systems (and S3 tools treat keys as paths).
-  if (segments.some((s) => s.length > MAX_SEGMENT_BYTES / 3 && Buffer.byteLength(s) > MAX_SEGMENT_BYTES)) {
-    throw new UnsafeBucketPathError(bucket, `has a segment longer than ${MAX_SEGMENT_BYTES} bytes`);
-  }
   return segments.join(sep);
 }
 

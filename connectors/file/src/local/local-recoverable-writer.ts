@@ -16,6 +16,8 @@ import {
 } from "../recoverable-writer.ts";
 
 const IN_PROGRESS = ".inprogress";
+/** The longest file name most file systems take (ext4, xfs, btrfs, tmpfs: 255 bytes). */
+const MAX_NAME_BYTES = 255;
 /** A new part's file: created by this call or not at all, and never through a symlink. */
 const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
@@ -59,6 +61,12 @@ export class LocalRecoverableWriter implements RecoverableWriter {
     await this.resolvedBase();
     for (const segment of bucket.split(sep)) {
       if (segment === "") continue;
+      if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
+        throw new UnsafeBucketPathError(
+          bucket,
+          `has a segment longer than a file name can be (${MAX_NAME_BYTES} bytes)`,
+        );
+      }
       dir = join(dir, segment);
       await mkdir(dir).catch((error) => {
         if (!isAlreadyExists(error)) throw error;

@@ -111,7 +111,9 @@ const REFUSED_CREDENTIALS = new Set([
 /** The server refused our credentials (403 InvalidAccessKeyId, SignatureDoesNotMatch …, or a bare 403). */
 export function isRefusedCredentials(error: unknown): boolean {
   const name = s3ErrorName(error);
-  return (name !== undefined && REFUSED_CREDENTIALS.has(name)) || httpStatus(error) === 403;
+  if (name !== undefined && REFUSED_CREDENTIALS.has(name)) return true;
+  // A 403 can also be a clock too far off (RequestTimeTooSkewed), which passes.
+  return httpStatus(error) === 403 && !isTransientS3Error(error);
 }
 
 export function isNoSuchBucket(error: unknown): boolean {

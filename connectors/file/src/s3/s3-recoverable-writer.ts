@@ -15,6 +15,7 @@ import {
 import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
 import { writeAll } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
+import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {
   type LingeringFilter,
@@ -42,6 +43,8 @@ import { createSpoolDirectory, defaultSpoolRoot, openSpoolFile, RetainedParts } 
 
 /** S3 takes parts of at least 5 MiB, except the last one. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** The longest key S3 takes, in bytes. */
+const MAX_KEY_BYTES = 1024;
 /** S3 takes at most 10,000 parts per upload. */
 export const MAX_PARTS = 10_000;
 /** Object metadata key (`x-amz-meta-exactly-nonce`) that tells our published object from any other. */
@@ -174,6 +177,10 @@ export class S3RecoverableWriter implements RecoverableWriter {
 
   async openPart(part: PartDescriptor): Promise<OpenPart> {
     const key = this.keyOf(part);
+    // S3 takes keys of up to 1024 bytes; a longer one would fail at the upload without naming the record.
+    if (Buffer.byteLength(key) > MAX_KEY_BYTES) {
+      throw new UnsafeBucketPathError(part.bucket, `makes the key longer than S3's ${MAX_KEY_BYTES} bytes`);
+    }
     // A visible part (at-least-once) must never replace output a crashed run published.
     if (part.visible && (await this.head(this.bucket, key))) {
       throw new PartExistsError(`s3://${this.bucket}/${key}`, "an object of that name exists");

@@ -130,6 +130,39 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
       );
     });
 
+    describe("records the sink cannot write", () => {
+      const failsNaming = async (records: readonly { id: number; day?: string }[], options: object) => {
+        const s3client = await s3();
+        const prefix = `refused-${randomBytes(3).toString("hex")}`;
+        const error = await runS3Job(() => s3FileSink({ bucket, prefix, connection: s3Config(), ...options }), records);
+        expect(error).toBeInstanceOf(JobFailedError);
+        const cause = (error as JobFailedError).cause as RecordWriteError;
+        expect(cause).toBeInstanceOf(RecordWriteError);
+        expect(cause.message).toContain("rows[0]@1");
+        // Nothing of the failed checkpoint is published, not even the good record before it.
+        expect(await listKeys(s3client, bucket, `${prefix}/`)).toEqual([]);
+        expect(await openUploads(s3client, bucket, `${prefix}/`)).toEqual([]);
+        return cause;
+      };
+
+      it("fails the job on an encoder line with a newline, naming the record", async () => {
+        await failsNaming([{ id: 1 }, { id: 2 }], {
+          encoder: (r: { id: number }) => (r.id === 2 ? "two\nlines" : "one"),
+        });
+      });
+
+      it("fails the job on a bucket that makes a key longer than S3 takes, naming the record", async () => {
+        const cause = await failsNaming(
+          [
+            { id: 1, day: "ok" },
+            { id: 2, day: Array.from({ length: 6 }, () => "d".repeat(200)).join("/") },
+          ],
+          { bucketAssigner: (r: { day: string }) => r.day },
+        );
+        expect(cause.cause).toBeInstanceOf(UnsafeBucketPathError);
+      });
+    });
+
     describe("keys", () => {
       it.each(["../x", "/abs", "a//b", "a/./b", "a/../b", "a\\b"])(
         "refuses the prefix %j, naming the setting",
