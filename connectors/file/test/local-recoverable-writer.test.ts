@@ -131,4 +131,16 @@ describe("files planted in a local writer's way", () => {
     expect(await readFile(join(base, "part-s-0-1-0"), "utf8")).toBe("ours!\n");
     await expect(stat(join(base, ".part-s-0-1-0.inprogress"))).rejects.toMatchObject({ code: "ENOENT" });
   });
+
+  it("recovers a part of a checkpoint written before part names had a nonce", async () => {
+    const base = await temp();
+    const writer = new LocalRecoverableWriter(base);
+    // As an earlier version named it, and with bytes past its pre-committed length.
+    await writeFile(join(base, ".part-files-0-3-0.inprogress"), "kept\ntorn");
+    await writer.recoverAndCommit({ bucket: "", name: "part-files-0-3-0", length: 5 });
+    expect(await readFile(join(base, "part-files-0-3-0"), "utf8")).toBe("kept\n");
+    // Recommitted again (a crash before the checkpoint was marked committed): nothing changes.
+    await writer.recoverAndCommit({ bucket: "", name: "part-files-0-3-0", length: 5 });
+    expect(await readFile(join(base, "part-files-0-3-0"), "utf8")).toBe("kept\n");
+  });
 });
