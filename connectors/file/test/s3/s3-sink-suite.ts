@@ -130,6 +130,28 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
       );
     });
 
+    describe("a fresh run into a prefix another run used", () => {
+      it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
+        "keeps both runs' records (%s)",
+        async (guarantee) => {
+          const s3client = await s3();
+          const prefix = `reused-${randomBytes(3).toString("hex")}`;
+          // Lines of the same length, so the two runs' first parts are the same size; each run has its own checkpoints.
+          for (const first of [1000, 2000]) {
+            const records = Array.from({ length: 1000 }, (_, i) => ({ id: first + i }));
+            const error = await runS3Job(
+              () => s3FileSink({ bucket, prefix, connection: s3Config(), guarantee }),
+              records,
+            );
+            expect(error).toBeUndefined();
+          }
+          const counts = await idCountsUnder(s3client, bucket, `${prefix}/`);
+          expect(counts.size).toBe(2000);
+          expect([...counts.values()].every((n) => n === 1)).toBe(true);
+        },
+      );
+    });
+
     describe("records the sink cannot write", () => {
       const failsNaming = async (records: readonly { id: number; day?: string }[], options: object) => {
         const s3client = await s3();
