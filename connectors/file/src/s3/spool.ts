@@ -37,7 +37,7 @@ export function openSpoolFile(path: string): Promise<FileHandle> {
  * that no one else can write to. The default root (in the shared temp directory) must not be
  * a symlink; a configured one may be, to a directory that passes the same checks.
  */
-export async function requirePrivateRoot(root: string, configured: boolean): Promise<void> {
+async function requirePrivateRoot(root: string, configured: boolean): Promise<void> {
   await mkdir(root, { recursive: configured, mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EEXIST") throw error;
   });
