@@ -131,6 +131,8 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
     });
 
     describe("a fresh run into a prefix another run used", () => {
+      // A bucket of its own: tests of keys check that nothing lands outside their prefix in the suite's.
+      const { bucket, s3 } = testBucket("reused", s3Config);
       it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
         "keeps both runs' records (%s)",
         async (guarantee) => {
