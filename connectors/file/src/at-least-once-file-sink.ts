@@ -39,6 +39,7 @@ export class AtLeastOnceFileSink<T> implements Sink<T> {
 
   async open(context: SinkContext): Promise<void> {
     this.ctx = context;
+    await this.writer.open?.();
     this.parts.bindSink(context.sinkId);
     this.checkpointId = (context.restoredCheckpointId ?? 0) + 1;
     this.parts.startNaming();

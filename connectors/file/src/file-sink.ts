@@ -49,6 +49,7 @@ export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
   }
 
   protected override async initialize(restored: LingeringContext<FileTransaction>): Promise<void> {
+    await this.writer.open?.();
     this.parts.bindSink(restored.sinkId);
   }
 

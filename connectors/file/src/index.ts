@@ -14,7 +14,8 @@ export {
   type PartDescriptor,
   PartExistsError,
   PartLostError,
+  PlantedFileError,
   type RecoverableWriter,
 } from "./recoverable-writer.ts";
-export type { FileSinkOptions } from "./rolling-parts.ts";
+export { type FileSinkOptions, InvalidLineError } from "./rolling-parts.ts";
 export type { RollingPolicy } from "./rolling-policy.ts";

@@ -39,6 +39,20 @@ export class PartExistsError extends ExactlyError {
   }
 }
 
+/**
+ * Something other than the sink's own regular file is where the sink reads or writes a part
+ * (a symlink, a directory, a file left there by someone else): the sink never follows or
+ * reuses it. A restart cannot get past it; someone has to look.
+ */
+export class PlantedFileError extends ExactlyError {
+  override readonly permanent = true;
+  readonly path: string;
+  constructor(path: string, reason: string) {
+    super("PLANTED_FILE", `refusing to use ${path}: ${reason}`);
+    this.path = path;
+  }
+}
+
 export interface OpenPart {
   readonly descriptor: PartDescriptor;
   /** Bytes accepted so far (buffered or written). */
@@ -69,6 +83,12 @@ export interface RecoverableWriter {
    * restarting). Default: the runtime's transient error codes.
    */
   isTransient?(error: unknown): boolean;
+  /**
+   * Checks, when the sink opens and before it touches any part, that the storage is there
+   * and accepts us; refuses a setting that cannot work with a ConfigurationError naming it
+   * (S3: a bucket that does not exist, credentials the server refuses).
+   */
+  open?(): Promise<void>;
   openPart(part: PartDescriptor): Promise<OpenPart>;
   /** Releases the writer's client (sockets) when the sink closes; it may be opened again. */
   close?(): void | Promise<void>;

@@ -1,6 +1,7 @@
-import { type Batch, ConfigurationError, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { randomBytes } from "node:crypto";
+import { type Batch, ConfigurationError, ExactlyError, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { isAlreadyExists } from "@exactly/core/internal";
-import { type BucketAssigner, requireSafePrefix, validateBucket } from "./bucket-assigner.ts";
+import { type BucketAssigner, requireSafePrefix, UnsafeBucketPathError, validateBucket } from "./bucket-assigner.ts";
 import { type OpenPart, type PartDescriptor, PartExistsError, type RecoverableWriter } from "./recoverable-writer.ts";
 import { type RollingPolicy, resolveRollingPolicy } from "./rolling-policy.ts";
 
@@ -12,7 +13,10 @@ export interface FileSinkOptions<T> {
   /** Part file name ending, e.g. ".jsonl". Default "". */
   readonly partSuffix?: string;
   readonly bucketAssigner?: BucketAssigner<T>;
-  /** Turns a record into one line (without the newline). Default JSON.stringify. */
+  /**
+   * Turns a record into one line (without the newline). Default JSON.stringify. A result
+   * that is not a string, or holds a '\n', fails the job naming the record.
+   */
   readonly encoder?: (record: T) => string;
   readonly rollingPolicy?: RollingPolicy;
 }
@@ -22,8 +26,11 @@ export interface FileSinkOptions<T> {
  * assignment, encoding, naming and rolling, shared by the exactly-once and the
  * at-least-once file sinks, which differ only in when a part becomes visible.
  *
- * Part names are `<prefix>-<subtask>-<checkpoint>-<n><suffix>`, so recovery can tell which
- * subtask and checkpoint left a file behind.
+ * Part names are `<prefix>-<subtask>-<checkpoint>-<n>-<nonce><suffix>`, so recovery can tell
+ * which subtask and checkpoint left a file behind. The nonce is new each time the sink opens:
+ * checkpoint ids start again at 1 in a new checkpoint folder, and without it a run into an
+ * output folder an earlier run used would name its parts as that run did. Names are kept in
+ * the checkpoint state, so recovery publishes a part under the name it was written with.
  */
 export class RollingParts<T> {
   private readonly writer: RecoverableWriter;
@@ -34,6 +41,7 @@ export class RollingParts<T> {
   private readonly maxPartBytes: number;
   private readonly open = new Map<string, OpenPart>();
   private sinkId = "";
+  private nonce = "";
   private sequence = 0;
 
   constructor(options: FileSinkOptions<T>) {
@@ -51,6 +59,7 @@ export class RollingParts<T> {
   /** The sink's name is known once it opens; the default prefix derives from it. */
   bindSink(sinkId: string): void {
     this.sinkId = sinkId;
+    this.nonce = randomBytes(6).toString("hex");
   }
 
   get prefix(): string {
@@ -87,11 +96,23 @@ export class RollingParts<T> {
       try {
         const record = values[i] as T;
         bucket = validateBucket(this.bucketOf(record));
-        line = `${this.encode(record)}\n`;
+        const encoded = this.encode(record);
+        // One record, one line: a reader splitting on '\n' must see this record whole.
+        if (typeof encoded !== "string" || encoded.indexOf("\n") !== -1) throw new InvalidLineError(encoded);
+        line = `${encoded}\n`;
       } catch (error) {
         throw new RecordWriteError(positions[i] as RecordPosition, error);
       }
-      const part = this.open.get(bucket) ?? (await this.openPart(bucket, name));
+      let part = this.open.get(bucket);
+      if (!part) {
+        try {
+          part = await this.openPart(bucket, name);
+        } catch (error) {
+          // The bucket's directory is not safe to write in (a symlink out of the base): the record's fault.
+          if (error instanceof UnsafeBucketPathError) throw new RecordWriteError(positions[i] as RecordPosition, error);
+          throw error;
+        }
+      }
       const flushing = part.append(line);
       if (flushing) await flushing;
       if (part.length >= this.maxPartBytes) closed.push(await this.close(bucket, part));
@@ -104,7 +125,7 @@ export class RollingParts<T> {
     { subtask, checkpointId, visible }: { subtask: number; checkpointId: number; visible: boolean },
   ): Promise<OpenPart> {
     for (;;) {
-      const name = `${this.prefix}-${subtask}-${checkpointId}-${this.sequence++}${this.suffix}`;
+      const name = `${this.prefix}-${subtask}-${checkpointId}-${this.sequence++}-${this.nonce}${this.suffix}`;
       try {
         const part = await this.writer.openPart({ bucket, name, ...(visible ? { visible } : {}) });
         this.open.set(bucket, part);
@@ -139,5 +160,17 @@ export class RollingParts<T> {
     this.open.clear();
     for (const part of parts) await part.discard();
     return parts.map((p) => p.descriptor);
+  }
+}
+
+/** An encoder's output that is not one line: not a string, or a string holding a newline. */
+export class InvalidLineError extends ExactlyError {
+  constructor(encoded: unknown) {
+    super(
+      "INVALID_LINE",
+      typeof encoded === "string"
+        ? "the encoder's line contains a newline, which would split the record in two"
+        : `the encoder returned ${encoded === null ? "null" : typeof encoded}, not a string`,
+    );
   }
 }

@@ -1,8 +1,9 @@
-import type { Dirent } from "node:fs";
-import { type FileHandle, link, mkdir, open, readdir, stat, truncate, unlink } from "node:fs/promises";
-import { dirname, join, relative } from "node:path";
+import { constants, type Dirent } from "node:fs";
+import { type FileHandle, link, lstat, mkdir, open, readdir, realpath, truncate, unlink } from "node:fs/promises";
+import { dirname, join, relative, sep } from "node:path";
 import { fsyncDirectory, isAlreadyExists, isNotFound, writeAll } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
+import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {
   type LingeringFilter,
@@ -10,22 +11,77 @@ import {
   type PartDescriptor,
   PartExistsError,
   PartLostError,
+  PlantedFileError,
   type RecoverableWriter,
 } from "../recoverable-writer.ts";
 
 const IN_PROGRESS = ".inprogress";
+/** The longest file name most file systems take (ext4, xfs, btrfs, tmpfs: 255 bytes). */
+const MAX_NAME_BYTES = 255;
+/** A new part's file: created by this call or not at all, and never through a symlink. */
+const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
  * Part files on local disk. In-progress data is a hidden file beside its target
  * (`.<name>.inprogress`), fsynced at pre-commit, published with link + unlink: unlike
  * rename, link never clobbers an existing file, so a replayed commit cannot overwrite
  * output. The directory is fsynced after publishing.
+ *
+ * Nothing planted in the output folder is followed: a part's file is created with O_EXCL and
+ * O_NOFOLLOW, a recovered one is opened with O_NOFOLLOW, and a bucket directory must resolve
+ * inside the base (a symlink out of it is refused). A file that already has a part's name is
+ * ours only if it is the very file we wrote (the same inode, linked before a crash), never
+ * because its length matches.
  */
 export class LocalRecoverableWriter implements RecoverableWriter {
   readonly baseDirectory: string;
+  /** The base with symlinks resolved (the base itself may be one): bucket directories resolve inside it. */
+  private realBase: Promise<string> | undefined;
 
   constructor(baseDirectory: string) {
     this.baseDirectory = baseDirectory;
+  }
+
+  private resolvedBase(): Promise<string> {
+    this.realBase ??= mkdir(this.baseDirectory, { recursive: true }).then(() => realpath(this.baseDirectory));
+    // A failure (the base cannot be made) is tried again next time.
+    this.realBase.catch(() => {
+      this.realBase = undefined;
+    });
+    return this.realBase;
+  }
+
+  /**
+   * Makes a bucket's directory one segment at a time, checking at each that it resolves
+   * inside the base, so that a symlinked segment never has directories made, or parts
+   * written, outside it.
+   */
+  private async bucketDirectory(bucket: string): Promise<string> {
+    let dir = this.baseDirectory;
+    await this.resolvedBase();
+    for (const segment of bucket.split(sep)) {
+      if (segment === "") continue;
+      if (Buffer.byteLength(segment) > MAX_NAME_BYTES) {
+        throw new UnsafeBucketPathError(
+          bucket,
+          `has a segment longer than a file name can be (${MAX_NAME_BYTES} bytes)`,
+        );
+      }
+      dir = join(dir, segment);
+      await mkdir(dir).catch((error) => {
+        if (!isAlreadyExists(error)) throw error;
+      });
+      await this.requireInsideBase(dir, bucket);
+    }
+    return dir;
+  }
+
+  private async requireInsideBase(dir: string, bucket: string): Promise<void> {
+    const base = await this.resolvedBase();
+    const real = await realpath(dir);
+    if (real !== base && !real.startsWith(base + sep)) {
+      throw new UnsafeBucketPathError(bucket, `its directory resolves outside the base directory, to ${real}`);
+    }
   }
 
   private finalPath(part: PartDescriptor): string {
@@ -38,9 +94,17 @@ export class LocalRecoverableWriter implements RecoverableWriter {
 
   async openPart(part: PartDescriptor): Promise<OpenPart> {
     const path = part.visible ? this.finalPath(part) : this.inProgressPath(part);
-    await mkdir(dirname(path), { recursive: true });
-    // A visible part must never truncate output a crashed run published under the same name.
-    return new LocalOpenPart(part, await open(path, part.visible ? "wx" : "w"));
+    await this.bucketDirectory(part.bucket);
+    try {
+      // A visible part must never truncate output a crashed run published under the same name.
+      return new LocalOpenPart(part, await open(path, CREATE_NEW, 0o644));
+    } catch (error) {
+      // An in-progress name is new to this run (its nonce): whatever holds it was planted.
+      if (isAlreadyExists(error) && !part.visible) {
+        throw new PlantedFileError(relative(this.baseDirectory, path), "something already exists at a new part's path");
+      }
+      throw error;
+    }
   }
 
   async commit(part: PartDescriptor): Promise<void> {
@@ -57,28 +121,29 @@ export class LocalRecoverableWriter implements RecoverableWriter {
     if (length === undefined) throw new Error(`part ${part.name} was not closed for commit`);
     const source = this.inProgressPath(part);
     const target = this.finalPath(part);
-    if (recovering) {
-      try {
-        // Bytes past the pre-committed length were never part of the checkpoint.
-        if ((await stat(source)).size > length) await truncate(source, length);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-      }
-    }
+    await this.requireInsideBase(dirname(target), part.bucket).catch((error) => {
+      throw isNotFound(error) ? new PartLostError(part, "has no bucket directory any more") : error;
+    });
+    const ours = await this.inProgressFile(source, recovering ? length : undefined);
     try {
       await link(source, target);
     } catch (error) {
       if (isAlreadyExists(error)) {
-        const existing = await stat(target);
-        if (existing.size !== length) {
-          throw new PartExistsError(relative(this.baseDirectory, target));
+        // Ours only if it is the file we wrote, linked by an earlier commit that did not get to unlink it.
+        const existing = await lstat(target);
+        if (!ours || existing.ino !== ours.ino || existing.dev !== ours.dev) {
+          throw new PartExistsError(
+            relative(this.baseDirectory, target),
+            `another file has that name; this part's data is kept in ${relative(this.baseDirectory, source)}`,
+          );
         }
       } else if (isNotFound(error)) {
-        const published = await stat(target).catch(() => undefined);
-        if (published?.size !== length) {
+        // Published by an earlier commit, in-progress file already removed: the name is this run's own (its nonce).
+        const published = await lstat(target).catch(() => undefined);
+        if (!published?.isFile() || published.size !== length) {
           throw new PartLostError(part);
         }
-        return; // published by an earlier commit, in-progress file already removed
+        return;
       } else {
         throw error;
       }
@@ -89,6 +154,40 @@ export class LocalRecoverableWriter implements RecoverableWriter {
       if (!isNotFound(error)) throw error;
     });
     await fsyncDirectory(dirname(target));
+  }
+
+  /**
+   * The in-progress file's identity, or undefined if it is gone; refuses anything but a
+   * regular file. When recovering, bytes past the pre-committed length are cut off: they were
+   * never part of the checkpoint.
+   */
+  private async inProgressFile(
+    source: string,
+    recoveredLength?: number,
+  ): Promise<{ ino: number; dev: number } | undefined> {
+    let handle: FileHandle;
+    try {
+      handle = await open(
+        source,
+        (recoveredLength === undefined ? constants.O_RDONLY : constants.O_RDWR) | constants.O_NOFOLLOW,
+      );
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      if ((error as NodeJS.ErrnoException).code === "ELOOP") {
+        throw new PlantedFileError(relative(this.baseDirectory, source), "the in-progress file is a symlink");
+      }
+      throw error;
+    }
+    try {
+      const stats = await handle.stat();
+      if (!stats.isFile()) {
+        throw new PlantedFileError(relative(this.baseDirectory, source), "the in-progress file is not a regular file");
+      }
+      if (recoveredLength !== undefined && stats.size > recoveredLength) await handle.truncate(recoveredLength);
+      return { ino: stats.ino, dev: stats.dev };
+    } finally {
+      await handle.close();
+    }
   }
 
   async abort(part: PartDescriptor): Promise<void> {

@@ -98,6 +98,28 @@ export function isNotImplemented(error: unknown): boolean {
   return s3ErrorName(error) === "NotImplemented" || httpStatus(error) === 501;
 }
 
+/** Answers that say the server does not accept who we are (or what we may do): never worth a retry. */
+const REFUSED_CREDENTIALS = new Set([
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
+  "InvalidToken",
+  "ExpiredToken",
+  "TokenRefreshRequired",
+  "AccessDenied",
+]);
+
+/** The server refused our credentials (403 InvalidAccessKeyId, SignatureDoesNotMatch …, or a bare 403). */
+export function isRefusedCredentials(error: unknown): boolean {
+  const name = s3ErrorName(error);
+  if (name !== undefined && REFUSED_CREDENTIALS.has(name)) return true;
+  // A 403 can also be a clock too far off (RequestTimeTooSkewed), which passes.
+  return httpStatus(error) === 403 && !isTransientS3Error(error);
+}
+
+export function isNoSuchBucket(error: unknown): boolean {
+  return s3ErrorName(error) === "NoSuchBucket";
+}
+
 const TRANSIENT_NAMES = new Set([
   "InternalError",
   "ServiceUnavailable",

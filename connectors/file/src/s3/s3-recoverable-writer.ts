@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { access, type FileHandle, open, readFile, rm } from "node:fs/promises";
+import { access, type FileHandle, readFile, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
 import {
   AbortMultipartUploadCommand,
@@ -7,6 +7,7 @@ import {
   CreateMultipartUploadCommand,
   HeadObjectCommand,
   type HeadObjectCommandOutput,
+  ListObjectsV2Command,
   ListPartsCommand,
   type S3Client,
   UploadPartCommand,
@@ -14,6 +15,7 @@ import {
 import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
 import { writeAll } from "@exactly/core/internal";
 import { reachFault } from "@exactly/core/testing";
+import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {
   type LingeringFilter,
@@ -25,8 +27,11 @@ import {
 } from "../recoverable-writer.ts";
 import {
   createS3Client,
+  httpStatus,
+  isNoSuchBucket,
   isNotFound,
   isNotImplemented,
+  isRefusedCredentials,
   isTransientS3Error,
   joinKey,
   requireSafeKeyPrefix,
@@ -34,10 +39,12 @@ import {
   s3ErrorName,
 } from "./s3-connection.ts";
 import { S3Prefix } from "./s3-prefix.ts";
-import { createSpoolDirectory, defaultSpoolRoot, RetainedParts } from "./spool.ts";
+import { createSpoolDirectory, defaultSpoolRoot, openSpoolFile, RetainedParts } from "./spool.ts";
 
 /** S3 takes parts of at least 5 MiB, except the last one. */
 export const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** The longest key S3 takes, in bytes. */
+const MAX_KEY_BYTES = 1024;
 /** S3 takes at most 10,000 parts per upload. */
 export const MAX_PARTS = 10_000;
 /** Object metadata key (`x-amz-meta-exactly-nonce`) that tells our published object from any other. */
@@ -53,7 +60,10 @@ export interface S3WriterOptions {
   readonly partSizeBytes?: number;
   /** Parts in flight at once per writer (one sink subtask). Memory is about partSizeBytes × this. Default 4. */
   readonly uploadConcurrency?: number;
-  /** Where bytes wait for their upload. Default `<os tmpdir>/exactly-s3-spool`. */
+  /**
+   * Where bytes wait for their upload: a directory of ours that others cannot write to
+   * (refused otherwise). Default `<os tmpdir>/exactly-s3-spool-<uid>`, made with mode 0700.
+   */
   readonly spoolDirectory?: string;
 }
 
@@ -81,6 +91,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
   readonly uploadConcurrency: number;
   private readonly connection: S3ConnectionOptions;
   private readonly spoolRoot: string;
+  private readonly spoolConfigured: boolean;
   private spoolDir: Promise<string> | undefined;
   private s3: S3Client | undefined;
   /** Cleared when the server answers NotImplemented to a conditional completion. */
@@ -103,8 +114,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.uploadConcurrency = requirePositiveInteger("uploadConcurrency", options.uploadConcurrency ?? 4);
     this.connection = options.connection ?? {};
     this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
+    this.spoolConfigured = options.spoolDirectory !== undefined;
     this.slots = new UploadSlots(this.uploadConcurrency);
-    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix);
+    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix, () => this.spool());
     this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
   }
 
@@ -114,8 +126,43 @@ export class S3RecoverableWriter implements RecoverableWriter {
     return this.s3;
   }
 
+  /**
+   * Lists at most one key under the prefix: a bucket that does not exist, or credentials the
+   * server refuses, would otherwise surface only at the first write, and be restarted as if
+   * they could pass. The refusal keeps only the server's error name and request id: the SDK's
+   * error is not kept as the cause, so nothing of the request can reach a log.
+   */
+  async open(): Promise<void> {
+    try {
+      await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: this.prefix === "" ? "" : `${this.prefix}/`,
+          MaxKeys: 1,
+        }),
+      );
+    } catch (error) {
+      const said = `${s3ErrorName(error) ?? "error"} ${httpStatus(error) ?? ""}`.trim();
+      const request = (error as { $metadata?: { requestId?: string } }).$metadata?.requestId;
+      const answer = `the server answered ${said}${request ? ` (request ${request})` : ""}`;
+      if (isNoSuchBucket(error)) {
+        throw new ConfigurationError(
+          "bucket",
+          `the S3 bucket ${JSON.stringify(this.bucket)} does not exist: ${answer}`,
+        );
+      }
+      if (isRefusedCredentials(error)) {
+        throw new ConfigurationError(
+          "credentials",
+          `the server refused them for listing the S3 bucket ${JSON.stringify(this.bucket)}: ${answer}`,
+        );
+      }
+      throw error;
+    }
+  }
+
   spool(): Promise<string> {
-    this.spoolDir ??= createSpoolDirectory(this.spoolRoot);
+    this.spoolDir ??= createSpoolDirectory(this.spoolRoot, { configured: this.spoolConfigured });
     return this.spoolDir;
   }
 
@@ -130,6 +177,10 @@ export class S3RecoverableWriter implements RecoverableWriter {
 
   async openPart(part: PartDescriptor): Promise<OpenPart> {
     const key = this.keyOf(part);
+    // S3 takes keys of up to 1024 bytes; a longer one would fail at the upload without naming the record.
+    if (Buffer.byteLength(key) > MAX_KEY_BYTES) {
+      throw new UnsafeBucketPathError(part.bucket, `makes the key longer than S3's ${MAX_KEY_BYTES} bytes`);
+    }
     // A visible part (at-least-once) must never replace output a crashed run published.
     if (part.visible && (await this.head(this.bucket, key))) {
       throw new PartExistsError(`s3://${this.bucket}/${key}`, "an object of that name exists");
@@ -283,6 +334,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * when it is published, else why it cannot be.
    */
   private async publishAgain(part: PartDescriptor, lost: MultipartUploadState): Promise<string | undefined> {
+    await this.spool(); // the copies are read only from a root that passed its checks
     for (const p of lost.parts) {
       if (!(await exists(this.retained.pathOf(lost.uploadId, p.n)))) {
         return `this machine has no copy of part ${p.n} to publish it again`;
@@ -526,7 +578,7 @@ class S3OpenPart implements OpenPart {
     if (!data) return;
     if (!this.spoolFile) {
       const path = join(this.spoolDir, `${this.upload.nonce}-${this.nextPart}`);
-      this.spoolFile = { handle: await open(path, "w"), path, bytes: 0 };
+      this.spoolFile = { handle: await openSpoolFile(path), path, bytes: 0 };
     }
     await writeAll(this.spoolFile.handle, data);
     this.spoolFile.bytes += data.length;

@@ -4,16 +4,55 @@
  * a crashed process left behind and remove them: what a crashed process had not uploaded
  * is in no checkpoint. Once uploaded, a part's file moves to the retained copies
  * (`RetainedParts`), which outlive the process until the upload is completed or aborted.
+ *
+ * The spool holds the records' data, so it is private: the root is a directory of ours that
+ * no one else can write to (mode 0700 when we make it), never reached through a symlink
+ * someone planted in the shared temp directory, and every folder and file in it is ours alone
+ * (0700, 0600). The root's name is fixed per user so that a later process finds what a
+ * crashed one left; someone who makes it first gets a refusal, never our data.
  */
+
 import { createHash, randomBytes } from "node:crypto";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { constants } from "node:fs";
+import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ConfigurationError } from "@exactly/core";
 
 const SPOOL_DIR = /^spool-(\d+)-[0-9a-f]+$/;
+/** A spool file is made by this call or not at all, never through a symlink, and readable by us alone. */
+const CREATE_PRIVATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
+/** `<os tmpdir>/exactly-s3-spool-<uid>`: one per user, so users never share one. */
 export function defaultSpoolRoot(): string {
-  return join(tmpdir(), "exactly-s3-spool");
+  return join(tmpdir(), `exactly-s3-spool-${process.getuid?.() ?? "user"}`);
+}
+
+export function openSpoolFile(path: string): Promise<FileHandle> {
+  return open(path, CREATE_PRIVATE, 0o600);
+}
+
+/**
+ * Makes the spool root if it is missing and checks that it is private: a directory we own
+ * that no one else can write to. The default root (in the shared temp directory) must not be
+ * a symlink; a configured one may be, to a directory that passes the same checks.
+ */
+async function requirePrivateRoot(root: string, configured: boolean): Promise<void> {
+  await mkdir(root, { recursive: configured, mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EEXIST") throw error;
+  });
+  const refuse = (reason: string) =>
+    new ConfigurationError(
+      "spoolDirectory",
+      `${root} ${reason}: the spool holds the records' data, so it must be a directory of ours that others cannot write to`,
+    );
+  const link = await lstat(root);
+  if (link.isSymbolicLink() && !configured) throw refuse("is a symlink");
+  const dir = link.isSymbolicLink() ? await stat(root) : link;
+  if (!dir.isDirectory()) throw refuse("is not a directory");
+  const uid = process.getuid?.();
+  if (uid !== undefined && dir.uid !== uid) throw refuse(`belongs to user ${dir.uid}, not to us (${uid})`);
+  if ((dir.mode & 0o022) !== 0) throw refuse(`can be written by others (mode ${(dir.mode & 0o777).toString(8)})`);
 }
 
 function isRunning(pid: number): boolean {
@@ -26,16 +65,19 @@ function isRunning(pid: number): boolean {
   }
 }
 
-/** Creates this writer's spool directory under `root`, removing those of processes that are gone. */
-export async function createSpoolDirectory(root: string): Promise<string> {
-  await mkdir(root, { recursive: true });
+/**
+ * Creates this writer's spool directory under `root`, removing those of processes that are
+ * gone. `configured`: the root was given as `spoolDirectory` (else it is the default).
+ */
+export async function createSpoolDirectory(root: string, { configured }: { configured: boolean }): Promise<string> {
+  await requirePrivateRoot(root, configured);
   for (const name of await readdir(root)) {
     // "retained" does not match: the copies of uploaded parts outlive their process.
     const match = SPOOL_DIR.exec(name);
     if (match && !isRunning(Number(match[1]))) await rm(join(root, name), { recursive: true, force: true });
   }
   const dir = join(root, `spool-${process.pid}-${randomBytes(4).toString("hex")}`);
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { mode: 0o700 });
   return dir;
 }
 
@@ -52,10 +94,13 @@ export async function createSpoolDirectory(root: string): Promise<string> {
 export class RetainedParts {
   private readonly dir: string;
   private made: Promise<void> | undefined;
+  /** Resolves once the spool root has passed its checks (and our spool directory is made). */
+  private readonly rootChecked: () => Promise<unknown>;
 
-  constructor(root: string, bucket: string, prefix: string) {
+  constructor(root: string, bucket: string, prefix: string, rootChecked: () => Promise<unknown>) {
     const scope = createHash("sha256").update(`${bucket}\0${prefix}`).digest("hex").slice(0, 16);
     this.dir = join(root, "retained", scope);
+    this.rootChecked = rootChecked;
   }
 
   /** The file name stem of an upload's copies: upload ids are long and not always file-name safe. */
@@ -69,13 +114,16 @@ export class RetainedParts {
 
   /** Moves an uploaded part's spool file here (the same file system: both are under the spool root). */
   async keep(spoolFile: string, uploadId: string, n: number): Promise<void> {
-    this.made ??= mkdir(this.dir, { recursive: true }).then(() => undefined);
+    this.made ??= this.rootChecked().then(() =>
+      mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined),
+    );
     await this.made;
     await rename(spoolFile, this.pathOf(uploadId, n));
   }
 
   /** Drops the copies of a completed or aborted upload: of `parts` when known, else every one. */
   async release(uploadId: string, parts?: readonly number[]): Promise<void> {
+    await this.rootChecked();
     if (parts) {
       await Promise.all(parts.map((n) => rm(this.pathOf(uploadId, n), { force: true })));
       return;
@@ -86,6 +134,7 @@ export class RetainedParts {
 
   /** The copies there are now; list them before listing the open uploads, for `sweep`. */
   async list(): Promise<string[]> {
+    await this.rootChecked();
     try {
       return await readdir(this.dir);
     } catch (error) {

@@ -20,8 +20,10 @@ import {
 import {
   ArraySource,
   ConfigurationError,
+  DeliveryGuarantee,
   JobFailedError,
   RecordWriteError,
+  type Sink,
   StreamJob,
   silentLogger,
   withRetry,
@@ -53,6 +55,29 @@ function startJob(config: S3JobConfig, fault?: string) {
     child.on("exit", (code, signal) => resolve({ code, signal, stderr })),
   );
   return { child, exited };
+}
+
+/** Runs `records` through the sink `make` builds, with no restart; the job's error, or undefined. */
+export async function runS3Job<T>(make: () => Sink<T>, records: readonly T[]): Promise<unknown> {
+  const job = new StreamJob({
+    name: "s3-settings",
+    checkpoint: { storage: join(await temp(), "checkpoints"), intervalMs: 1000 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+  });
+  job.fromSource(new ArraySource(records, { name: "rows" })).sinkTo(make, { name: "files" });
+  return job.execute().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+}
+
+/** The ConfigurationError in an error's cause chain, if any. */
+export function configurationErrorIn(error: unknown): ConfigurationError | undefined {
+  for (let e = error; e !== undefined && e !== null; e = (e as { cause?: unknown }).cause) {
+    if (e instanceof ConfigurationError) return e;
+  }
+  return undefined;
 }
 
 /** The suite, against the server `s3Config()` names (read inside each test, so a missing server fails it). */
@@ -88,6 +113,79 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
       }
       return undefined;
     }
+
+    describe("a bucket the server does not have", () => {
+      it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
+        "is refused when the sink opens, naming the setting (%s)",
+        async (guarantee) => {
+          const missing = `exactly-missing-${randomBytes(4).toString("hex")}`;
+          const error = await runS3Job(
+            () => s3FileSink({ bucket: missing, prefix: "p", connection: s3Config(), guarantee }),
+            [{ id: 1 }],
+          );
+          const refusal = configurationErrorIn(error);
+          expect(refusal?.setting).toBe("bucket");
+          expect(refusal?.message).toContain(missing);
+        },
+      );
+    });
+
+    describe("a fresh run into a prefix another run used", () => {
+      // A bucket of its own: tests of keys check that nothing lands outside their prefix in the suite's.
+      const { bucket, s3 } = testBucket("reused", s3Config);
+      it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
+        "keeps both runs' records (%s)",
+        async (guarantee) => {
+          const s3client = await s3();
+          const prefix = `reused-${randomBytes(3).toString("hex")}`;
+          // Lines of the same length, so the two runs' first parts are the same size; each run has its own checkpoints.
+          for (const first of [1000, 2000]) {
+            const records = Array.from({ length: 1000 }, (_, i) => ({ id: first + i }));
+            const error = await runS3Job(
+              () => s3FileSink({ bucket, prefix, connection: s3Config(), guarantee }),
+              records,
+            );
+            expect(error).toBeUndefined();
+          }
+          const counts = await idCountsUnder(s3client, bucket, `${prefix}/`);
+          expect(counts.size).toBe(2000);
+          expect([...counts.values()].every((n) => n === 1)).toBe(true);
+        },
+      );
+    });
+
+    describe("records the sink cannot write", () => {
+      const failsNaming = async (records: readonly { id: number; day?: string }[], options: object) => {
+        const s3client = await s3();
+        const prefix = `refused-${randomBytes(3).toString("hex")}`;
+        const error = await runS3Job(() => s3FileSink({ bucket, prefix, connection: s3Config(), ...options }), records);
+        expect(error).toBeInstanceOf(JobFailedError);
+        const cause = (error as JobFailedError).cause as RecordWriteError;
+        expect(cause).toBeInstanceOf(RecordWriteError);
+        expect(cause.message).toContain("rows[0]@1");
+        // Nothing of the failed checkpoint is published, not even the good record before it.
+        expect(await listKeys(s3client, bucket, `${prefix}/`)).toEqual([]);
+        expect(await openUploads(s3client, bucket, `${prefix}/`)).toEqual([]);
+        return cause;
+      };
+
+      it("fails the job on an encoder line with a newline, naming the record", async () => {
+        await failsNaming([{ id: 1 }, { id: 2 }], {
+          encoder: (r: { id: number }) => (r.id === 2 ? "two\nlines" : "one"),
+        });
+      });
+
+      it("fails the job on a bucket that makes a key longer than S3 takes, naming the record", async () => {
+        const cause = await failsNaming(
+          [
+            { id: 1, day: "ok" },
+            { id: 2, day: Array.from({ length: 6 }, () => "d".repeat(200)).join("/") },
+          ],
+          { bucketAssigner: (r: { day: string }) => r.day },
+        );
+        expect(cause.cause).toBeInstanceOf(UnsafeBucketPathError);
+      });
+    });
 
     describe("keys", () => {
       it.each(["../x", "/abs", "a//b", "a/./b", "a/../b", "a\\b"])(
@@ -161,7 +259,7 @@ export function s3SinkSuite(server: string, s3Config: () => S3Config): void {
         await job.execute();
         const keys = await listKeys(s3client, bucket, `${prefix}/`);
         expect(keys).toHaveLength(1);
-        expect(keys[0]).toMatch(new RegExp(`^${prefix}/a/b/part-files-0-\\d+-0$`));
+        expect(keys[0]).toMatch(new RegExp(`^${prefix}/a/b/part-files-0-\\d+-0-[0-9a-f]{12}$`));
       });
     });
 
