@@ -12,5 +12,14 @@ import type { ScenarioName } from "@exactly/conformance";
  */
 export function threadedScenarios(): readonly ScenarioName[] | undefined {
   if (process.env.EXACTLY_CONFORMANCE === "full") return undefined;
-  return ["crash-mid-commit", "kill-inside-commit", "rescale-up", "rescale-down", "restore-across-owners", "random-kills", "volume", "chaos"];
+  return [
+    "crash-mid-commit",
+    "kill-inside-commit",
+    "rescale-up",
+    "rescale-down",
+    "restore-across-owners",
+    "random-kills",
+    "volume",
+    "chaos",
+  ];
 }
