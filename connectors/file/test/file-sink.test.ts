@@ -122,7 +122,7 @@ async function runInto<T>(
   );
 }
 
-describe("a fresh run into an output folder another run used", () => {
+describe("I8: a fresh run into an output folder another run used", () => {
   it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
     "keeps both runs' records (%s)",
     async (guarantee) => {
@@ -174,7 +174,7 @@ describe("encoded lines", () => {
   });
 });
 
-describe("bucket directories on disk", () => {
+describe("I8: bucket directories on disk", () => {
   it("fails the job on a bucket path segment longer than a file name can be, naming the record", async () => {
     const root = await temp();
     const out = join(root, "out");

@@ -65,7 +65,7 @@ describe("a local open part writing behind", () => {
   });
 });
 
-describe("files planted in a local writer's way", () => {
+describe("I8: files planted in a local writer's way", () => {
   it("refuses to open a part whose in-progress path is a symlink, naming the path, and leaves its target alone", async () => {
     const root = await temp();
     const base = join(root, "base");

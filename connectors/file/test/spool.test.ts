@@ -14,7 +14,7 @@ function deadPid(): number {
   return Number(child.stdout);
 }
 
-describe("the S3 spool's local folders", () => {
+describe("I8: the S3 spool's local folders", () => {
   const savedTmp = process.env.TMPDIR;
   afterEach(() => {
     if (savedTmp === undefined) delete process.env.TMPDIR;

@@ -321,7 +321,7 @@ describe("a login the server refuses", () => {
   });
 });
 
-describe("the sinks' own tables are out of the records' reach", () => {
+describe("I8: the sinks' own tables are out of the records' reach", () => {
   const columns = [{ name: "sink", type: "text" }] as const;
   it.each([
     ["table", { table: { table: "exactly_progress", columns: [...columns], write: "append" } }],

@@ -43,7 +43,7 @@ async function storageContext(name: string): Promise<SinkContext> {
   };
 }
 
-describe("upsert: version keys are out of reach of record keys", () => {
+describe("I8: upsert: version keys are out of reach of record keys", () => {
   it("a record key naming another key's version key fails naming its position; nothing of the flush is applied", async () => {
     const prefix = prefixFor("upsert-version");
     const sink = new RedisUpsertSink<Row>({
@@ -117,7 +117,7 @@ describe("upsert: version keys are out of reach of record keys", () => {
   });
 });
 
-describe("write-ahead: markers are out of reach of operation keys", () => {
+describe("I8: write-ahead: markers are out of reach of operation keys", () => {
   it("an operation naming the sink's marker fails at the write, naming its record; the counter stays exact", async () => {
     const prefix = prefixFor("wal-marker");
     const name = "counts";
