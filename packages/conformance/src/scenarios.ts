@@ -422,13 +422,19 @@ export function planScenarios(
         description: "crash at parallelism 4, then at 2 with work pending, finish at 1",
         catches: "restored states of several old subtasks merged wrongly, or their lingering work left",
         records: 2 * profile.records,
-        // 4 → 2 with subtask 0's cleanup before subtask 1 commits what it restored.
+        // 4 → 2 with subtask 1's recovery commits and new transaction before subtask 0's
+        // cleanup: restore-across-owners runs 4 → 2 the other way round.
         runs: [
           leavesWork(4),
-          inOrder(crashRun("after-checkpoint-durable", { parallelism: 2, after: 2 }), "cleanup-first"),
+          inOrder(crashRun("after-checkpoint-durable", { parallelism: 2, after: 2 }), "commits-first"),
         ],
         final: { parallelism: 1 },
-        requires: ["merged", "acrossIndexes", ...pending],
+        requires: [
+          "merged",
+          "acrossIndexes",
+          ...pending,
+          ...(pending.length > 0 ? ["commitsBeforeCleanup" as const] : []),
+        ],
       },
       notApplicable: rescale,
     },
@@ -436,7 +442,7 @@ export function planScenarios(
       plan: {
         name: "restore-across-owners",
         description:
-          "every index pre-committed when killed at parallelism 4, then 4 → 2 (subtask 0 cleans up first), 2 → 3 and 3 → 2 (the other subtasks recover and begin first)",
+          "every index pre-committed when killed at parallelism 4, then 4 → 2 (subtask 0 cleans up first; rescale-down runs 4 → 2 the other way round), 2 → 3 and 3 → 2 (the other subtasks recover and begin first)",
         catches:
           "lingering cleanup that aborts pre-committed work another subtask restored (referenced spared only in part, or not at all), or that aborts another subtask's new transaction",
         records: 2 * profile.records,
