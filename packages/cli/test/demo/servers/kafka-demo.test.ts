@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildProgram } from "../../../packages/cli/src/main.ts";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { kafkaBrokers } from "../../../../../test/services/endpoints.ts";
+import { buildProgram } from "../../../src/main.ts";
 
 /** Runs `exactly <args>` in this process and returns what it printed to stdout. */
 async function exactly(...args: string[]): Promise<string[]> {

@@ -3,9 +3,9 @@
 // transaction left, for both exactly-once sinks; at-least-once with kills shows duplicates.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { runExactly } from "../../../test/support/run-cli.ts";
-import { dropTable, tableNameFor, withClient } from "./helpers.ts";
+import { dropTable, tableNameFor, withClient } from "../../../../../connectors/postgres/test/helpers.ts";
+import { pgUrl } from "../../../../../test/services/endpoints.ts";
+import { runExactly } from "../../../../../test/support/run-cli.ts";
 
 const demo = (table: string, ...args: string[]) =>
   runExactly(
