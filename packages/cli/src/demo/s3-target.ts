@@ -10,16 +10,9 @@
 import { randomBytes } from "node:crypto";
 import type { CheckpointStorage, DeliveryGuarantee, SinkFactory } from "@exactly/core";
 import type * as S3Connector from "@exactly/file/s3";
-import { loadConnector } from "../load-connector.ts";
+import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
 import type { DemoRecord } from "./demo-job.ts";
 import { type OutputCheck, RecordTally } from "./verify-output.ts";
-
-export type S3ConnectorModule = typeof S3Connector;
-
-/** `user`: the option or command that needs it, for the error when it is not installed. */
-export function loadS3Connector(user = "--sink s3"): Promise<S3ConnectorModule> {
-  return loadConnector<S3ConnectorModule>("@exactly/file/s3", user, ["@aws-sdk/client-s3"]);
-}
 
 export interface S3DemoTarget {
   readonly connection: S3Connector.S3ConnectionOptions;
@@ -53,28 +46,11 @@ export function s3DemoTarget(options: {
 }
 
 /**
- * How the commands reach S3: `endpoint`, else $EXACTLY_S3_ENDPOINT (an S3-compatible server,
- * addressed by path), else AWS; credentials from $EXACTLY_S3_ACCESS_KEY and
- * $EXACTLY_S3_SECRET_KEY when both are set, else the SDK's default chain.
- */
-export function s3ConnectionFromEnv(endpointFlag: string | undefined): S3Connector.S3ConnectionOptions {
-  const endpoint = endpointFlag ?? process.env.EXACTLY_S3_ENDPOINT;
-  const accessKeyId = process.env.EXACTLY_S3_ACCESS_KEY;
-  const secretAccessKey = process.env.EXACTLY_S3_SECRET_KEY;
-  const region = process.env.EXACTLY_S3_REGION;
-  return {
-    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
-    ...(region ? { region } : {}),
-    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
-  };
-}
-
-/**
  * Creates the bucket if missing and refuses a prefix that holds anything: the demo counts
  * every record under it, so an earlier run's objects would show as duplicates.
  */
 export async function prepareS3Prefix(target: S3DemoTarget): Promise<void> {
-  const s3 = await loadS3Connector();
+  const s3 = await loadS3Connector("--sink s3");
   const prefix = new s3.S3Prefix({ bucket: target.bucket, prefix: target.prefix, connection: target.connection });
   try {
     await prefix.ensureBucket();
@@ -102,7 +78,7 @@ export async function s3DemoSinks(
   target: S3DemoTarget,
   guarantee: DeliveryGuarantee,
 ): Promise<Record<string, SinkFactory<DemoRecord>>> {
-  const s3 = await loadS3Connector();
+  const s3 = await loadS3Connector("--sink s3");
   return {
     "demo-s3": () =>
       s3.s3FileSink<DemoRecord>({
@@ -118,7 +94,7 @@ export async function s3DemoSinks(
 
 export async function s3DemoCheckpoints(target: S3DemoTarget): Promise<CheckpointStorage | undefined> {
   if (!target.checkpoints) return undefined;
-  const s3 = await loadS3Connector();
+  const s3 = await loadS3Connector("--sink s3");
   return new s3.S3CheckpointStorage({ location: target.checkpoints, connection: target.connection });
 }
 
@@ -129,7 +105,7 @@ export interface S3DemoCheck extends OutputCheck {
 
 /** Reads every object under the prefix, as a reader of the bucket would, and counts open uploads. */
 export async function verifyDemoS3(target: S3DemoTarget, records: number): Promise<S3DemoCheck> {
-  const s3 = await loadS3Connector();
+  const s3 = await loadS3Connector("--sink s3");
   const prefix = new s3.S3Prefix({ bucket: target.bucket, prefix: target.prefix, connection: target.connection });
   try {
     const tally = new RecordTally(records);
