@@ -38,6 +38,15 @@ describe("exactly demo --kafka", () => {
     expect(process.exitCode).toBeUndefined();
   });
 
+  it("runs as exactly demo kafka, the same job and the same verdict", async () => {
+    const brokers = kafkaBrokers().join(",");
+    const printed = await exactly("demo", "kafka", "--brokers", brokers, "--records", "4000", "--kills", "1", "--json");
+    const summary = JSON.parse(printed.at(-1) as string);
+    expect(summary).toMatchObject({ events: 4_000, mismatches: [], ok: true });
+    expect(printed.join("\n")).toContain("OK: every window committed exactly once");
+    expect(process.exitCode).toBeUndefined();
+  });
+
   it("refuses the file demo's options with --kafka, naming them", async () => {
     await expect(exactly("demo", "--kafka", "--out", "/tmp/x", "--guarantee", "at-least-once")).rejects.toThrow(
       "--out, --guarantee only applies to the demo job, not --kafka",

@@ -74,8 +74,6 @@ describe("exactly demo --sink postgres", () => {
     const table = tableNameFor();
     tables.push(table);
     await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (id bigint)`));
-    await expect(demo(table)).rejects.toThrow(
-      `--table ${table}: a table of that name exists and the demo did not create it`,
-    );
+    await expect(demo(table)).rejects.toThrow(`--table: a table ${table} exists that the demo did not create`);
   });
 });

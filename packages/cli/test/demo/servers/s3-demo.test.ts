@@ -90,7 +90,7 @@ describe("exactly demo --sink s3", () => {
 
   it("refuses a checkpoint location that is not s3://", async () => {
     await expect(demo("--checkpoints", "/tmp/x", "--records", "1000", "--kills", "0")).rejects.toThrow(
-      "--checkpoints must be s3://",
+      "--checkpoints: must be s3://",
     );
   });
 
