@@ -21,7 +21,7 @@ export default defineConfig({
           name: "unit",
           include: ["packages/*/test/**/*.test.ts", "connectors/file/test/*.test.ts", "test/e2e/**/*.test.ts"],
           // End-to-end tests that need a server run in "services".
-          exclude: [...configDefaults.exclude, "test/e2e/services/**"],
+          exclude: [...configDefaults.exclude, "test/e2e/services/**", "packages/cli/test/demo/servers/**"],
           sequence: { groupOrder: 1 },
         },
       },
@@ -34,6 +34,7 @@ export default defineConfig({
             "connectors/{kafka,postgres,redis}/test/**/*.test.ts",
             "connectors/file/test/s3/**/*.test.ts",
             "examples/*/test/**/*.test.ts",
+            "packages/cli/test/demo/servers/*.test.ts",
             "test/e2e/services/**/*.test.ts",
           ],
           // The server-restart tests run alone, in "services-restart".

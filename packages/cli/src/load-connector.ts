@@ -4,6 +4,8 @@
  * client.
  */
 
+import { ConfigurationError } from "@exactly/core";
+
 /**
  * Imports `specifier`, or fails saying which option or command (`user`: "--sink redis")
  * needs it and the command that installs it. `peers`: packages the connector itself imports
@@ -18,12 +20,14 @@ export async function loadConnector<M>(specifier: string, user: string, peers: r
     const missing = [specifier, ...peers].find((name) => message.includes(`'${name}'`));
     if (code === "ERR_MODULE_NOT_FOUND" && missing !== undefined) {
       if (missing === specifier) {
-        throw new Error(
-          `${user} needs ${specifier}, which is not installed; install it next to @exactly/cli: npm install ${specifier}`,
+        throw new ConfigurationError(
+          user,
+          `needs ${specifier}, which is not installed; install it next to @exactly/cli: npm install ${specifier}`,
         );
       }
-      throw new Error(
-        `${user} needs ${specifier}, which needs ${missing}, not installed; install it next to @exactly/cli: npm install ${missing}`,
+      throw new ConfigurationError(
+        user,
+        `needs ${specifier}, which needs ${missing}, not installed; install it next to @exactly/cli: npm install ${missing}`,
       );
     }
     throw error;

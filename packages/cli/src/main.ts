@@ -1,29 +1,13 @@
 import { readFileSync } from "node:fs";
-import { Command, CommanderError, InvalidArgumentError } from "commander";
+import { ConfigurationError } from "@exactly/core";
+import { Command, CommanderError } from "commander";
 import { ONLY_HELP, runConformanceCommand } from "./conformance/conformance-command.ts";
-import { formatSummary, runDemo } from "./demo/demo-command.ts";
-import { formatKafkaSummary, runKafkaDemo } from "./demo/kafka-demo.ts";
+import { addDemoCommands } from "./demo/demo-cli.ts";
+import { integer, logFormat, port, seconds } from "./flag-parsers.ts";
 import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
 import { kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runJobCommand } from "./run/run-command.ts";
-
-function integer(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
-  return n;
-}
-
-function logFormat(value: string): "text" | "json" {
-  if (value !== "text" && value !== "json") throw new InvalidArgumentError(`expected text or json, got ${value}`);
-  return value;
-}
-
-function seconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`not a number of seconds: ${value}`);
-  return n;
-}
 
 /** The options every `exactly lingering` subcommand takes. */
 function lingeringCommand(parent: Command, name: string, description: string): Command {
@@ -67,12 +51,6 @@ function lingeringRun(opts: Record<string, unknown>): LingeringRun {
   };
 }
 
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
-  return n;
-}
-
 /** This package's version: src/ and dist/ both sit next to its package.json. */
 function packageVersion(): string {
   const manifest = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
@@ -83,7 +61,8 @@ function packageVersion(): string {
  * Exit codes of every command: 0 ok; 1 a check found a violation (records lost or duplicated,
  * work left open, a conformance scenario failed); 2 bad usage or configuration, and any error
  * that stopped the command; 3 only from `conformance`: nothing failed, but a scenario tested
- * nothing. Commander's own usage errors are turned into 2 in {@link main}.
+ * nothing. Commander's own usage errors, and every `ConfigurationError` (bad input: a flag's
+ * value, a file, a missing server address), are turned into 2 in {@link main}.
  */
 export function buildProgram(): Command {
   const program = new Command("exactly")
@@ -92,105 +71,11 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     // Commander exits 1 on a usage error; exit codes are main's to choose (set before the
     // subcommands are added: they copy it).
-    .exitOverride();
-  program
-    .command("demo")
-    .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output")
-    .option("--records <n>", "records to generate (default 1000000; with --kafka, 100000 events)", integer)
-    .option("--kills <k>", "SIGKILLs during the run", integer, 3)
-    .option("--seed <s>", "seed of the kill plan (reproduces it)", integer)
-    .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
-    .option("--parallelism <p>", "parallelism of every stage", integer, 2)
-    .option(
-      "--workers <n>",
-      "worker threads the subtasks run on (default: the machine's cores, at most --parallelism; 1: one event loop)",
-      integer,
-    )
-    .option(
-      "--guarantee <g>",
-      "exactly-once or at-least-once (default: exactly-once, or at-least-once with --checkpointing at-least-once)",
-    )
-    .option(
-      "--checkpointing <mode>",
-      "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
-      "exactly-once",
-    )
-    .option(
-      "--rate <n>",
-      "source records/s, 0 for unlimited (default: paced when --kills > 0, except with --checkpointing at-least-once)",
-      integer,
-    )
-    .option("--sink <sink>", "where the demo job writes: file (rolling files in --out), postgres, redis or s3", "file")
-    .option("--pg-url <url>", "Postgres connection string for --sink postgres (default: $EXACTLY_PG_URL)")
-    .option("--table <name>", "table --sink postgres creates fresh and appends to (default exactly_demo)")
-    .option("--pg-sink <kind>", "how --sink postgres keeps exactly-once: two-phase or write-ahead (default two-phase)")
-    .option("--redis-url <url>", "Redis URL for --sink redis (default: $EXACTLY_REDIS_URL)")
-    .option("--key-prefix <prefix>", "prefix of every key --sink redis writes; cleared at start (default exactly-demo)")
-    .option("--s3-endpoint <url>", "S3-compatible server for --sink s3 (default: $EXACTLY_S3_ENDPOINT, else AWS)")
-    .option("--bucket <name>", "bucket --sink s3 writes to; created if missing")
-    .option("--prefix <prefix>", "key prefix --sink s3 writes under; must be empty (default: a new one per run)")
-    .option("--checkpoints <s3url>", "with --sink s3: keep the checkpoints at s3://bucket/prefix instead of --out")
-    .option("--kafka", "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out", false)
-    .option("--brokers <list>", "Kafka bootstrap servers for --kafka (default: $EXACTLY_KAFKA_BROKERS)")
-    .option("--require-kcat", "with --kafka: fail the run when kcat's check could not run (not installed)", false)
-    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
-    .option("--json", "print the summary as JSON on the last line", false)
-    .action(async (opts, command: Command) => {
-      const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
-      if (opts.kafka) {
-        const flags: Record<string, string> = {
-          pgUrl: "pg-url",
-          pgSink: "pg-sink",
-          redisUrl: "redis-url",
-          keyPrefix: "key-prefix",
-          s3Endpoint: "s3-endpoint",
-          metricsPort: "metrics-port",
-        };
-        const fileOnly = [
-          "out",
-          "parallelism",
-          "workers",
-          "guarantee",
-          "checkpointing",
-          "rate",
-          "sink",
-          "pgUrl",
-          "table",
-          "pgSink",
-          "redisUrl",
-          "keyPrefix",
-          "s3Endpoint",
-          "bucket",
-          "prefix",
-          "checkpoints",
-          "metricsPort",
-        ]
-          .filter((name) => command.getOptionValueSource(name) === "cli")
-          .map((name) => flags[name] ?? name);
-        if (fileOnly.length > 0) {
-          throw new InvalidArgumentError(`--${fileOnly.join(", --")} only applies to the demo job, not --kafka`);
-        }
-        const brokers = String(opts.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "")
-          .split(",")
-          .filter(Boolean);
-        const summary = await runKafkaDemo({
-          brokers,
-          records: opts.records ?? 100_000,
-          kills: opts.kills,
-          seed,
-          requireKcat: opts.requireKcat,
-        });
-        console.log(formatKafkaSummary(summary));
-        if (opts.json) console.log(JSON.stringify(summary));
-        if (!summary.ok) process.exitCode = 1;
-        return;
-      }
-      if (opts.requireKcat) throw new InvalidArgumentError("--require-kcat only applies to --kafka");
-      const summary = await runDemo({ ...opts, records: opts.records ?? 1_000_000, seed, progress: true });
-      console.log(formatSummary(summary));
-      if (opts.json) console.log(JSON.stringify(summary));
-      if (!summary.ok) process.exitCode = 1;
-    });
+    .exitOverride()
+    // A subcommand's flags are its own: `exactly demo kafka --records N` gives --records to
+    // `kafka`, not to `demo`.
+    .enablePositionalOptions();
+  addDemoCommands(program);
   program
     .command("run")
     .description("run a job module: checkpoints, restarts, metrics, a status line; SIGTERM stops it gracefully")
@@ -262,6 +147,12 @@ export async function main(argv: readonly string[]): Promise<void> {
     // Commander has printed its message (or the help, or the version) already.
     if (error instanceof CommanderError) {
       process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    // Bad input: the message names the setting; no stack trace.
+    if (error instanceof ConfigurationError) {
+      console.error(error.message);
+      process.exitCode = 2;
       return;
     }
     throw error;

@@ -49,4 +49,23 @@ describe("exactly's exit codes", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--checkpointing: must be exactly-once or at-least-once, got aligned");
   });
+
+  it("a flag of another target exits 2 naming it, before anything runs", () => {
+    const other = exactly("demo", "--pg-url", "postgres://nowhere", "--records", "100");
+    expect(other.code).toBe(2);
+    expect(other.stderr).toContain("--pg-url: only applies to --sink postgres");
+    const kafkaOnly = exactly("demo", "--sink", "s3", "--require-kcat");
+    expect(kafkaOnly.code).toBe(2);
+    expect(kafkaOnly.stderr).toContain("--require-kcat: only applies to exactly demo kafka");
+    const notKafka = exactly("demo", "kafka", "--out", "/tmp/x");
+    expect(notKafka.code).toBe(2);
+    expect(notKafka.stderr).toContain("unknown option '--out'");
+  });
+
+  it("exactly demo --kafka still parses, says it is deprecated, and names the demo job's flags it refuses", () => {
+    const run = exactly("demo", "--kafka", "--out", "/tmp/x", "--guarantee", "at-least-once");
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("exactly demo --kafka is deprecated: run exactly demo kafka");
+    expect(run.stderr).toContain("--out, --guarantee only applies to the demo job, not --kafka");
+  });
 });

@@ -1,6 +1,6 @@
 import * as example from "@exactly/example-kafka-window-sum";
 import { describe, expect, it } from "vitest";
-import { loadWindowSumExample, WINDOW_SUM_EXAMPLE, type WindowSumExample } from "../src/demo/kafka-demo.ts";
+import { loadWindowSumExample, WINDOW_SUM_EXAMPLE, type WindowSumExample } from "../src/demo/targets/kafka-target.ts";
 
 // The CLI loads the example without depending on it, so nothing but this line checks that the
 // example still has the shape the CLI calls (tsc -p tsconfig.test.json).
@@ -14,7 +14,7 @@ describe("exactly demo --kafka loads the window-sum example", () => {
 
   it("or fails naming the package and the command that installs it", async () => {
     await expect(loadWindowSumExample("@exactly/no-such-example")).rejects.toThrow(
-      "exactly demo --kafka runs the example @exactly/no-such-example, which is not installed; " +
+      "exactly demo kafka: runs the example @exactly/no-such-example, which is not installed; " +
         "install it next to @exactly/cli: npm install @exactly/no-such-example",
     );
   });

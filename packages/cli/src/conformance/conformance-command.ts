@@ -34,7 +34,10 @@ async function loadDefinition(module: string, exportName: string): Promise<Confo
     | ConformanceDefinition
     | undefined;
   if (!definition || (typeof definition.readCommitted !== "function" && typeof definition.readUpserts !== "function")) {
-    throw new Error(`${module} exports no conformance definition named "${exportName}" (nor a default export)`);
+    throw new ConfigurationError(
+      "--export",
+      `${module} exports no conformance definition named "${exportName}" (nor a default export)`,
+    );
   }
   return definition;
 }

@@ -46,7 +46,13 @@ export async function previousDemo(out: string | undefined): Promise<DemoIdentit
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined;
     if (code === "ENOTDIR") throw notADirectory(resolve(out));
-    throw new Error(`--out ${resolve(out)}: ${DEMO_MARKER} is unreadable: ${(error as Error).message}`);
+    throw new ConfigurationError(
+      "--out",
+      `${resolve(out)}: ${DEMO_MARKER} is unreadable: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

@@ -4,7 +4,8 @@
  */
 import { consoleLogger, silentLogger } from "@exactly/core";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
-import { DEMO_JOB_NAME, type DemoJobConfig, loadDemoJob } from "./demo-job.ts";
+import { loadDemoJob } from "./demo-job.ts";
+import { DEMO_JOB_NAME, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 
 const config = JSON.parse(process.env[DEMO_CONFIG_VARIABLE] ?? "{}") as DemoJobConfig;

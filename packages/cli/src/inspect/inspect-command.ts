@@ -11,7 +11,7 @@ import {
   FileSystemCheckpointStorage,
   type InspectedCheckpoint,
 } from "@exactly/core";
-import { loadS3Connector, s3ConnectionFromEnv } from "../demo/s3-target.ts";
+import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
 
 export interface InspectOptions {
   readonly json?: boolean;

@@ -5,8 +5,8 @@
 import { ConfigurationError, type LingeringWorkFinder } from "@exactly/core";
 import type * as KafkaConnector from "@exactly/kafka";
 import type * as PostgresConnector from "@exactly/postgres";
-import { loadS3Connector, s3ConnectionFromEnv } from "../demo/s3-target.ts";
 import { loadConnector } from "../load-connector.ts";
+import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
 
 function required(flag: string, value: string | undefined, what: string): string {
   if (!value) throw new ConfigurationError(flag, `is required: ${what}`);

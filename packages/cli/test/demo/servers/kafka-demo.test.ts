@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { buildProgram } from "../../../packages/cli/src/main.ts";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
+import { kafkaBrokers } from "../../../../../test/services/endpoints.ts";
+import { buildProgram } from "../../../src/main.ts";
 
 /** Runs `exactly <args>` in this process and returns what it printed to stdout. */
 async function exactly(...args: string[]): Promise<string[]> {
@@ -34,6 +34,15 @@ describe("exactly demo --kafka", () => {
     );
     const summary = JSON.parse(printed.at(-1) as string);
     expect(summary).toMatchObject({ events: 10_000, windows: 500, mismatches: [], kcatMismatches: [], ok: true });
+    expect(printed.join("\n")).toContain("OK: every window committed exactly once");
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it("runs as exactly demo kafka, the same job and the same verdict", async () => {
+    const brokers = kafkaBrokers().join(",");
+    const printed = await exactly("demo", "kafka", "--brokers", brokers, "--records", "4000", "--kills", "1", "--json");
+    const summary = JSON.parse(printed.at(-1) as string);
+    expect(summary).toMatchObject({ events: 4_000, mismatches: [], ok: true });
     expect(printed.join("\n")).toContain("OK: every window committed exactly once");
     expect(process.exitCode).toBeUndefined();
   });

@@ -1,5 +1,23 @@
 /**
- * The package `exactly demo --kafka` runs. It is an example, so the CLI does not depend on it:
+ * `exactly demo kafka`: not the demo job but a job of its own, the window-sum example (Kafka
+ * in, event-time window sums per key, Kafka out), which runs, kills and checks itself. So this
+ * target owns its flags, its run and its summary, and none of the demo job's steps.
+ */
+import { ConfigurationError } from "@exactly/core";
+import { formatRows } from "../summary-printer.ts";
+import type { DemoFlag } from "./demo-target.ts";
+
+/** The flags only `exactly demo kafka` takes. */
+export const KAFKA_FLAGS: readonly DemoFlag[] = [
+  { flags: "--brokers <list>", description: "Kafka bootstrap servers (default: $EXACTLY_KAFKA_BROKERS)" },
+  { flags: "--require-kcat", description: "fail the run when kcat's check could not run (not installed)" },
+];
+
+/** The events `exactly demo kafka` sends without --records. */
+export const KAFKA_DEFAULT_EVENTS = 100_000;
+
+/**
+ * The package `exactly demo kafka` runs. It is an example, so the CLI does not depend on it:
  * it is loaded when the demo starts, from wherever the CLI is installed.
  */
 export const WINDOW_SUM_EXAMPLE = "@exactly/example-kafka-window-sum";
@@ -38,8 +56,9 @@ export async function loadWindowSumExample(specifier: string = WINDOW_SUM_EXAMPL
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${specifier}'`)) {
-      throw new Error(
-        `exactly demo --kafka runs the example ${specifier}, which is not installed; ` +
+      throw new ConfigurationError(
+        "exactly demo kafka",
+        `runs the example ${specifier}, which is not installed; ` +
           `install it next to @exactly/cli: npm install ${specifier}`,
       );
     }
@@ -63,14 +82,17 @@ export interface KafkaDemoSummary extends WindowSumResult {
 }
 
 /**
- * `exactly demo --kafka`: the window-sum example (Kafka in, event-time window sums per key,
+ * `exactly demo kafka`: the window-sum example (Kafka in, event-time window sums per key,
  * Kafka out) against the given broker, killed with SIGKILL at random points of the Kafka
  * sink's lifecycle, then checked against a batch computation by two read_committed readers.
  */
 export async function runKafkaDemo(options: KafkaDemoOptions): Promise<KafkaDemoSummary> {
   const { runWindowSum } = await loadWindowSumExample();
   if (options.brokers.length === 0) {
-    throw new Error("--brokers: give the Kafka bootstrap servers (host:port,…) or set EXACTLY_KAFKA_BROKERS");
+    throw new ConfigurationError(
+      "--brokers",
+      "give the Kafka bootstrap servers (host:port,…) or set EXACTLY_KAFKA_BROKERS",
+    );
   }
   const result = await runWindowSum({
     brokers: options.brokers,
@@ -106,7 +128,5 @@ export function formatKafkaSummary(s: KafkaDemoSummary): string {
     ["our reader", describeCheck(s.mismatches)],
     ["kcat (librdkafka)", describeCheck(s.kcatMismatches)],
   ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  const verdict = s.ok ? "OK: every window committed exactly once" : "NOT EXACTLY ONCE";
-  return [...rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`), verdict].join("\n");
+  return formatRows(rows, s.ok ? "OK: every window committed exactly once" : "NOT EXACTLY ONCE");
 }

@@ -9,11 +9,12 @@
  * The demo clears its prefix at start and reads both back at the end. `@exactly/redis` is
  * not a dependency of the CLI: it is loaded when such a demo starts.
  */
-import { DeliveryGuarantee, type SinkFactory } from "@exactly/core";
+import { ConfigurationError, DeliveryGuarantee, type SinkFactory } from "@exactly/core";
 import type * as RedisConnector from "@exactly/redis";
-import { loadConnector } from "../load-connector.ts";
-import type { DemoRecord } from "./demo-job.ts";
-import type { OutputCheck } from "./verify-output.ts";
+import { loadConnector } from "../../load-connector.ts";
+import type { DemoRecord } from "../demo-record.ts";
+import type { OutputCheck } from "../verify-output.ts";
+import type { DemoTarget } from "./demo-target.ts";
 
 export const REDIS_CONNECTOR = "@exactly/redis";
 
@@ -24,15 +25,55 @@ export function loadRedisConnector(specifier: string = REDIS_CONNECTOR): Promise
   return loadConnector<RedisConnectorModule>(specifier, "--sink redis");
 }
 
-export interface RedisDemoTarget {
+export interface RedisDemoSettings {
   readonly url: string;
   /** Every key the demo writes starts with `<keyPrefix>:`. */
   readonly keyPrefix: string;
 }
 
+/** `--sink redis`: the server and the prefix of every key the demo writes (and clears first). */
+export const redisTarget: DemoTarget<RedisDemoSettings> = {
+  sink: "redis",
+  flags: [
+    { flags: "--redis-url <url>", description: "the Redis server (default: $EXACTLY_REDIS_URL)" },
+    {
+      flags: "--key-prefix <prefix>",
+      description: "prefix of every key the demo writes; cleared at start (default exactly-demo)",
+    },
+  ],
+  settings(options) {
+    const url = options.redisUrl ?? process.env.EXACTLY_REDIS_URL;
+    if (!url) throw new ConfigurationError("--redis-url", "give the Redis URL (or set EXACTLY_REDIS_URL)");
+    const keyPrefix = options.keyPrefix ?? "exactly-demo";
+    // The demo deletes every key under the prefix: an empty one would be the whole server.
+    if (!/^[\w.:{}-]+$/.test(keyPrefix)) {
+      throw new ConfigurationError(
+        "--key-prefix",
+        `must be letters, digits and . _ - : { } only (the demo deletes <prefix>:*), got ${JSON.stringify(keyPrefix)}`,
+      );
+    }
+    return { url, keyPrefix };
+  },
+  identity: (target) => ({ keyPrefix: target.keyPrefix }),
+  prepare: clearDemoPrefix,
+  sinks: (target, run) => redisDemoSinks(target, run.guarantee),
+  async verify(target, run) {
+    const { keysWithWrongCount, ...check } = await verifyDemoRedis(target, run.records, run.keys);
+    return { check, leftOpen: 0, fields: { keyPrefix: target.keyPrefix, keysWithWrongCount } };
+  },
+  rows: (s) => [
+    [
+      "output",
+      `${s.keyPrefix}:counts (${s.guarantee === "exactly-once" ? "write-ahead" : "at-least-once"} sink), ${s.keyPrefix}:latest:<key> (upsert sink)`,
+    ],
+    ["keys miscounted", String(s.keysWithWrongCount)],
+    ["checkpoints in", s.out],
+  ],
+};
+
 /** The demo's two Redis sinks, by the name each goes by in the job. */
-export async function redisDemoSinks(
-  target: RedisDemoTarget,
+async function redisDemoSinks(
+  target: RedisDemoSettings,
   guarantee: DeliveryGuarantee,
 ): Promise<Record<string, SinkFactory<DemoRecord>>> {
   const redis = await loadRedisConnector();
@@ -67,7 +108,7 @@ export async function redisDemoSinks(
  * version keys beside the latest values (`{<key>}:exactly-version`: a key without a hash tag
  * is its version's tag), so an earlier run's versions do not refuse this run's writes.
  */
-export async function clearDemoPrefix(target: RedisDemoTarget): Promise<void> {
+async function clearDemoPrefix(target: RedisDemoSettings): Promise<void> {
   const redis = await loadRedisConnector();
   const connection = await redis.connectRedis(target.url, "demo");
   try {
@@ -79,13 +120,13 @@ export async function clearDemoPrefix(target: RedisDemoTarget): Promise<void> {
   }
 }
 
-export interface RedisDemoCheck extends OutputCheck {
+interface RedisDemoCheck extends OutputCheck {
   /** Keys whose count is off, either way. */
   readonly keysWithWrongCount: number;
 }
 
 /** Reads the counts and latest values back and compares each key with what the generator produced. */
-export async function verifyDemoRedis(target: RedisDemoTarget, records: number, keys: number): Promise<RedisDemoCheck> {
+async function verifyDemoRedis(target: RedisDemoSettings, records: number, keys: number): Promise<RedisDemoCheck> {
   const redis = await loadRedisConnector();
   const connection = await redis.connectRedis(target.url, "demo");
   try {

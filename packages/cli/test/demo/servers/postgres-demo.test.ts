@@ -3,9 +3,9 @@
 // transaction left, for both exactly-once sinks; at-least-once with kills shows duplicates.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { runExactly } from "../../../test/support/run-cli.ts";
-import { dropTable, tableNameFor, withClient } from "./helpers.ts";
+import { dropTable, tableNameFor, withClient } from "../../../../../connectors/postgres/test/helpers.ts";
+import { pgUrl } from "../../../../../test/services/endpoints.ts";
+import { runExactly } from "../../../../../test/support/run-cli.ts";
 
 const demo = (table: string, ...args: string[]) =>
   runExactly(
@@ -74,8 +74,6 @@ describe("exactly demo --sink postgres", () => {
     const table = tableNameFor();
     tables.push(table);
     await withClient(pgUrl(), (c) => c.query(`CREATE TABLE "${table}" (id bigint)`));
-    await expect(demo(table)).rejects.toThrow(
-      `--table ${table}: a table of that name exists and the demo did not create it`,
-    );
+    await expect(demo(table)).rejects.toThrow(`--table: a table ${table} exists that the demo did not create`);
   });
 });

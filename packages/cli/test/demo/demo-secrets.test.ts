@@ -6,7 +6,7 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../support/run-cli.ts";
+import { runExactly } from "../../../../test/support/run-cli.ts";
 
 /** The command lines of this process's children, as another user sees them. */
 async function childCommandLines(): Promise<string[]> {

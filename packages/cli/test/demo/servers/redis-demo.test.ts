@@ -3,9 +3,9 @@
 // record count; at least once, with kills, the plain pipelined increments count extra.
 
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { runExactly } from "../../../test/support/run-cli.ts";
-import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
+import { deleteUnder, freshPrefix, withRedis } from "../../../../../connectors/redis/test/helpers.ts";
+import { redisUrl } from "../../../../../test/services/endpoints.ts";
+import { runExactly } from "../../../../../test/support/run-cli.ts";
 
 const demo = (keyPrefix: string, ...args: string[]) =>
   runExactly(

@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../support/run-cli.ts";
+import { runExactly } from "../../../../test/support/run-cli.ts";
 
-const cli = fileURLToPath(new URL("./fixtures/exactly-cli.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 const RECORDS = 100_000;
 
 /** `exactly demo` as a process group of its own (the demo and its worker), so the test can kill all of it. */

@@ -5,10 +5,16 @@
 import { randomBytes } from "node:crypto";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { CheckpointReport } from "../../../../packages/cli/src/inspect/inspect-command.ts";
-import { s3Config } from "../../../../test/services/endpoints.ts";
-import { runExactly } from "../../../../test/support/run-cli.ts";
-import { clearPrefix, ensureBucket, idCountsUnder, openUploads, withS3 } from "./helpers.ts";
+import {
+  clearPrefix,
+  ensureBucket,
+  idCountsUnder,
+  openUploads,
+  withS3,
+} from "../../../../../connectors/file/test/s3/helpers.ts";
+import { s3Config } from "../../../../../test/services/endpoints.ts";
+import { runExactly } from "../../../../../test/support/run-cli.ts";
+import type { CheckpointReport } from "../../../src/inspect/inspect-command.ts";
 
 const bucket = "exactly-demo-test";
 const prefixes: string[] = [];
@@ -84,7 +90,7 @@ describe("exactly demo --sink s3", () => {
 
   it("refuses a checkpoint location that is not s3://", async () => {
     await expect(demo("--checkpoints", "/tmp/x", "--records", "1000", "--kills", "0")).rejects.toThrow(
-      "--checkpoints must be s3://",
+      "--checkpoints: must be s3://",
     );
   });
 

@@ -1,0 +1,155 @@
+/**
+ * `exactly demo` and `exactly demo kafka` as the parser sees them. The demo job's flags are
+ * declared here; each `--sink` target declares its own (targets/), and a flag of another
+ * target than the chosen one is refused before anything runs.
+ */
+
+import { ConfigurationError } from "@exactly/core";
+import { type Command, Option } from "commander";
+import { integer, port } from "../flag-parsers.ts";
+import { runDemo } from "./demo-command.ts";
+import { DEMO_SINKS } from "./demo-options.ts";
+import { formatSummary } from "./summary-printer.ts";
+import { DEMO_TARGETS } from "./targets/demo-targets.ts";
+import { formatKafkaSummary, KAFKA_DEFAULT_EVENTS, KAFKA_FLAGS, runKafkaDemo } from "./targets/kafka-target.ts";
+
+/** Flags both demos take. */
+function sharedFlags(records: string): Option[] {
+  return [
+    new Option("--records <n>", records).argParser(integer),
+    new Option("--kills <k>", "SIGKILLs during the run").argParser(integer).default(3),
+    new Option("--seed <s>", "seed of the kill plan (reproduces it)").argParser(integer),
+    new Option("--json", "print the summary as JSON on the last line").default(false),
+  ];
+}
+const SHARED = new Set(sharedFlags("").map((option) => option.attributeName()));
+
+function flagOptions(flags: typeof KAFKA_FLAGS): Option[] {
+  return flags.map(({ flags: spelling, description }) => new Option(spelling, description));
+}
+
+/** Options of a command given on its command line, not defaults. */
+function given(command: Command, options: readonly Option[]): Option[] {
+  return options.filter((option) => command.getOptionValueSource(option.attributeName()) === "cli");
+}
+
+export function addDemoCommands(program: Command): void {
+  const demo = program
+    .command("demo")
+    .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output");
+  for (const option of sharedFlags("records to generate (default 1000000)")) demo.addOption(option);
+  demo
+    .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
+    .option("--parallelism <p>", "parallelism of every stage", integer, 2)
+    .option(
+      "--workers <n>",
+      "worker threads the subtasks run on (default: the machine's cores, at most --parallelism; 1: one event loop)",
+      integer,
+    )
+    .option(
+      "--guarantee <g>",
+      "exactly-once or at-least-once (default: exactly-once, or at-least-once with --checkpointing at-least-once)",
+    )
+    .option(
+      "--checkpointing <mode>",
+      "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
+      "exactly-once",
+    )
+    .option(
+      "--rate <n>",
+      "source records/s, 0 for unlimited (default: paced when --kills > 0, except with --checkpointing at-least-once)",
+      integer,
+    )
+    .addOption(
+      new Option("--sink <sink>", "where the demo job writes: rolling files in --out, or a server")
+        .choices(DEMO_SINKS)
+        .default("file"),
+    )
+    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port);
+  const owned: Array<{ option: Option; owner: string }> = [];
+  for (const target of Object.values(DEMO_TARGETS)) {
+    for (const option of flagOptions(target.flags)) {
+      demo.addOption(option.helpGroup(`With --sink ${target.sink}:`));
+      owned.push({ option, owner: `--sink ${target.sink}` });
+    }
+  }
+  // `exactly demo --kafka`, from before `exactly demo kafka`: it still works, with a note.
+  demo.addOption(new Option("--kafka", "deprecated: run `exactly demo kafka`").hideHelp());
+  for (const option of flagOptions(KAFKA_FLAGS)) {
+    demo.addOption(option.hideHelp());
+    owned.push({ option, owner: "exactly demo kafka" });
+  }
+  demo
+    .hook("preAction", (command, actionCommand) => {
+      if (actionCommand === command) refuseForeignFlags(command, owned);
+    })
+    .hook("preSubcommand", (command) => {
+      const before = given(command, command.options as Option[]);
+      if (before.length > 0) {
+        throw new ConfigurationError(
+          `--${before[0]?.name()}`,
+          "give the flags of exactly demo kafka after its name: exactly demo kafka [flags]",
+        );
+      }
+    })
+    .action(async (opts) => {
+      if (opts.kafka) return kafkaDemo(opts);
+      const seed = opts.seed ?? randomSeed();
+      const summary = await runDemo({ ...opts, records: opts.records ?? 1_000_000, seed, progress: true });
+      console.log(formatSummary(summary));
+      if (opts.json) console.log(JSON.stringify(summary));
+      if (!summary.ok) process.exitCode = 1;
+    });
+
+  const kafka = demo
+    .command("kafka")
+    .description(
+      "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out, killed and checked the same way",
+    );
+  for (const option of sharedFlags(`events to send (default ${KAFKA_DEFAULT_EVENTS})`)) kafka.addOption(option);
+  for (const option of flagOptions(KAFKA_FLAGS)) kafka.addOption(option);
+  kafka.action(kafkaDemo);
+}
+
+/**
+ * A flag of one `--sink` target with another, or a flag of the demo job with the deprecated
+ * `--kafka`: refused, naming it, before anything runs.
+ */
+function refuseForeignFlags(command: Command, owned: ReadonlyArray<{ option: Option; owner: string }>): void {
+  const opts = command.opts();
+  if (opts.kafka) {
+    console.error("exactly demo --kafka is deprecated: run exactly demo kafka");
+    const kafkaFlags = new Set([...SHARED, "kafka", ...flagOptions(KAFKA_FLAGS).map((o) => o.attributeName())]);
+    const jobOnly = given(command, command.options as Option[]).filter((o) => !kafkaFlags.has(o.attributeName()));
+    if (jobOnly.length > 0) {
+      const names = jobOnly.map((o) => `--${o.name()}`).join(", ");
+      throw new ConfigurationError("--kafka", `${names} only applies to the demo job, not --kafka`);
+    }
+    return;
+  }
+  for (const { option, owner } of owned) {
+    if (owner !== `--sink ${opts.sink}` && given(command, [option]).length > 0) {
+      throw new ConfigurationError(`--${option.name()}`, `only applies to ${owner}`);
+    }
+  }
+}
+
+async function kafkaDemo(opts: Record<string, unknown>): Promise<void> {
+  const brokers = String(opts.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "")
+    .split(",")
+    .filter(Boolean);
+  const summary = await runKafkaDemo({
+    brokers,
+    records: (opts.records as number | undefined) ?? KAFKA_DEFAULT_EVENTS,
+    kills: opts.kills as number,
+    seed: (opts.seed as number | undefined) ?? randomSeed(),
+    requireKcat: opts.requireKcat === true,
+  });
+  console.log(formatKafkaSummary(summary));
+  if (opts.json) console.log(JSON.stringify(summary));
+  if (!summary.ok) process.exitCode = 1;
+}
+
+function randomSeed(): number {
+  return Math.floor(Math.random() * 2 ** 31);
+}

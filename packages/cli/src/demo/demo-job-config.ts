@@ -1,0 +1,26 @@
+import type { CheckpointingMode, DeliveryGuarantee } from "@exactly/core";
+import type { DemoSinkName } from "./demo-options.ts";
+
+/** The hidden folder of the output directory that holds the checkpoints, unless a target keeps them elsewhere. */
+export const CHECKPOINT_DIR = ".checkpoints";
+export const DEMO_JOB_NAME = "exactly-demo";
+
+/** What the demo job is built from: the command makes it, the worker process reads it as JSON. */
+export interface DemoJobConfig {
+  readonly records: number;
+  readonly out: string;
+  readonly parallelism: number;
+  readonly guarantee: DeliveryGuarantee;
+  /** Barrier alignment; default "exactly-once". */
+  readonly checkpointing?: CheckpointingMode;
+  readonly checkpointIntervalMs: number;
+  readonly keys: number;
+  /** Records per second over the whole job; undefined for as fast as possible. */
+  readonly ratePerSecond: number | undefined;
+  /** Where the job writes, and the settings its target made from the flags; default rolling files in `out`. */
+  readonly target?: { readonly sink: DemoSinkName; readonly settings: object };
+  /** The worker serves the job's metrics on this port (see metrics/prometheus-metrics.ts). */
+  readonly metricsPort?: number;
+  /** Worker threads (StreamJobOptions.workers); undefined for the machine's cores. */
+  readonly workers?: number;
+}

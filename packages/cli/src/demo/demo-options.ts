@@ -1,0 +1,82 @@
+/** What `exactly demo` takes (its flags) and what it reports (the summary, printed or as JSON). */
+import type { CheckpointingMode } from "@exactly/core";
+import type { OutputCheck } from "./verify-output.ts";
+
+/** The values of `--sink`: one target each, under targets/. */
+export const DEMO_SINKS = ["file", "postgres", "redis", "s3"] as const;
+export type DemoSinkName = (typeof DEMO_SINKS)[number];
+
+export interface DemoOptions {
+  readonly records: number;
+  readonly kills: number;
+  readonly seed: number;
+  readonly out?: string;
+  readonly parallelism: number;
+  /** Worker threads for the subtasks; default the machine's cores (at most the parallelism). */
+  readonly workers?: number;
+  /** "exactly-once" or "at-least-once"; default: what `checkpointing` can keep. */
+  readonly guarantee?: string;
+  /**
+   * Barrier alignment of the job, "exactly-once" (default) or "at-least-once": unaligned,
+   * the keyed stage's sequence numbers go wrong after a crash (with parallelism ≥ 2).
+   */
+  readonly checkpointing?: string;
+  /** Records per second; 0 for unlimited; undefined for the default (see `defaultRate`). */
+  readonly rate?: number;
+  readonly json: boolean;
+  readonly progress: boolean;
+  /** Where the demo writes: "file" (default; rolling files in `out`), "postgres", "redis" or "s3". */
+  readonly sink?: string;
+  /** For --sink postgres: the server (default $EXACTLY_PG_URL), the table, and how exactly-once is kept. */
+  readonly pgUrl?: string;
+  readonly table?: string;
+  readonly pgSink?: string;
+  /** For --sink redis: the server (default $EXACTLY_REDIS_URL) and the prefix of every key written. */
+  readonly redisUrl?: string;
+  readonly keyPrefix?: string;
+  /** For --sink s3: the server (default $EXACTLY_S3_ENDPOINT), bucket, prefix, and optional s3:// checkpoints. */
+  readonly s3Endpoint?: string;
+  readonly bucket?: string;
+  readonly prefix?: string;
+  readonly checkpoints?: string;
+  /** Serve the job's metrics in Prometheus format on this port (`/metrics`), from the worker running it. */
+  readonly metricsPort?: number;
+}
+
+export interface DemoSummary extends OutputCheck {
+  readonly records: number;
+  readonly guarantee: string;
+  readonly checkpointing: CheckpointingMode;
+  readonly seed: number;
+  readonly kills: number;
+  readonly recoveries: number;
+  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  readonly restoredFromCheckpoint: number;
+  readonly checkpoints: number;
+  /** This run continued one that `out` held (a killed demo started again with the same settings). */
+  readonly resumed: boolean;
+  /** The checkpoint a resumed run started from; null when it found none complete (it started over). */
+  readonly resumedFromCheckpoint: number | null;
+  readonly elapsedSeconds: number;
+  readonly recordsPerSecond: number;
+  readonly peakRssMb: number;
+  readonly ratePerSecond: number | null;
+  readonly parallelism: number;
+  /** Worker threads the job ran on (1: one event loop). */
+  readonly workers: number;
+  readonly out: string;
+  readonly sink: DemoSinkName;
+  /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
+  readonly table?: string;
+  readonly pgSink?: string;
+  readonly preparedLeft?: number;
+  /** For --sink redis: the key prefix, and keys whose count is off. */
+  readonly keyPrefix?: string;
+  readonly keysWithWrongCount?: number;
+  /** For --sink s3: where the part files are, where the checkpoints were, and uploads of the run left open. */
+  readonly bucket?: string;
+  readonly prefix?: string;
+  readonly checkpointLocation?: string;
+  readonly uploadsLeft?: number;
+  readonly ok: boolean;
+}

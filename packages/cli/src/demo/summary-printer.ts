@@ -1,0 +1,41 @@
+import type { DemoSummary } from "./demo-options.ts";
+import { DEMO_TARGETS } from "./targets/demo-targets.ts";
+
+/** The summary as `exactly demo` prints it: the run's rows, then its target's, then the verdict. */
+export function formatSummary(s: DemoSummary): string {
+  const rows: Array<[string, string]> = [
+    ["guarantee", s.guarantee],
+    ["checkpointing", s.checkpointing],
+    ["records in", String(s.records)],
+    ["committed", String(s.committed)],
+    ["lost", String(s.lost)],
+    ["duplicated", String(s.duplicated)],
+    ["phantom", String(s.phantom)],
+    ["keyed state", s.keysWithBadSequence === 0 ? "consistent" : `${s.keysWithBadSequence} keys wrong`],
+    ["checkpoints", String(s.checkpoints)],
+    ["kills (SIGKILL)", `${s.kills} (seed ${s.seed})`],
+    ["recoveries", `${s.recoveries} (${s.restoredFromCheckpoint} from a checkpoint)`],
+    ...(s.resumed
+      ? ([
+          [
+            "resumed",
+            s.resumedFromCheckpoint === null
+              ? "an earlier run in --out, which had no complete checkpoint: started over"
+              : `an earlier run in --out, from its checkpoint ${s.resumedFromCheckpoint} (checked: the whole history)`,
+          ],
+        ] as Array<[string, string]>)
+      : []),
+    ["elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
+    ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
+    ["peak RSS", `${s.peakRssMb} MB`],
+    ["parallelism", `${s.parallelism} on ${s.workers === 1 ? "one event loop" : `${s.workers} worker threads`}`],
+    ...DEMO_TARGETS[s.sink].rows(s),
+  ];
+  return formatRows(rows, s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE");
+}
+
+/** Rows as two aligned columns, then the verdict line: the shape of every demo's summary. */
+export function formatRows(rows: ReadonlyArray<readonly [string, string]>, verdict: string): string {
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return [...rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`), verdict].join("\n");
+}

@@ -1,0 +1,131 @@
+/**
+ * The fork/SIGKILL loop of `exactly demo`: runs the demo job in a child process, kills it
+ * with SIGKILL at the planned moments and starts it again, until one attempt finishes.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { siblingScript } from "@exactly/core/testing";
+import { SingleBar } from "cli-progress";
+import type { DemoJobConfig } from "./demo-job-config.ts";
+import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
+import type { PlannedKill } from "./kill-plan.ts";
+
+export interface SupervisedRun {
+  /** SIGKILLs delivered (a planned kill can miss a child that has just ended). */
+  readonly killed: number;
+  readonly recoveries: number;
+  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  readonly restoredFromCheckpoint: number;
+  /** The checkpoint the first attempt of a resumed run restored, if any. */
+  readonly resumedFrom: number | undefined;
+  readonly checkpoints: number;
+  readonly elapsedSeconds: number;
+  readonly peakRssKb: number;
+  /** Worker threads the job ran on (1: one event loop). */
+  readonly workers: number;
+}
+
+export interface SupervisorOptions {
+  readonly config: DemoJobConfig;
+  readonly plan: readonly PlannedKill[];
+  /** The run continues one that --out held. */
+  readonly resumed: boolean;
+  /** Draw a progress bar on stderr. */
+  readonly progress: boolean;
+}
+
+export async function superviseDemo({ config, plan, resumed, progress }: SupervisorOptions): Promise<SupervisedRun> {
+  const worker = siblingScript(import.meta.url, "demo-worker");
+  const bar = progress
+    ? new SingleBar({
+        format:
+          "demo |{bar}| {percentage}% read of {total} | checkpoints {checkpoints} | kills {killed}/{planned} | recoveries {recoveries}",
+        stream: process.stderr,
+        hideCursor: true,
+        noTTYOutput: true,
+        notTTYSchedule: 1000,
+      })
+    : undefined;
+  bar?.start(config.records, 0, { checkpoints: 0, killed: 0, planned: plan.length, recoveries: 0 });
+
+  const startedAt = Date.now();
+  let killed = 0;
+  let recoveries = 0;
+  let restoredFromCheckpoint = 0;
+  let resumedFrom: number | undefined;
+  let checkpointsBefore = 0;
+  let peakRssKb = 0;
+  let workers = 1;
+  for (let attempt = 1; ; attempt++) {
+    let checkpointsNow = 0;
+    let outcome: WorkerMessage | undefined;
+    // The configuration holds the targets' URLs and keys: in the environment, not in argv,
+    // where any local user reads it through ps or /proc/<pid>/cmdline.
+    const child: ChildProcess = fork(worker.path, [], {
+      env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(config) },
+      execArgv: worker.execArgv,
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    let killScheduled = false;
+    child.on("message", (message: WorkerMessage) => {
+      switch (message.type) {
+        case "started":
+          workers = message.workers;
+          if (message.restoredCheckpointId !== undefined && attempt > 1) restoredFromCheckpoint++;
+          if (attempt === 1 && resumed) resumedFrom = message.restoredCheckpointId;
+          break;
+        case "restarted":
+          recoveries++;
+          break;
+        case "progress": {
+          checkpointsNow = message.checkpoints;
+          peakRssKb = Math.max(peakRssKb, message.maxRssKb);
+          bar?.update(Math.min(message.generated, config.records), {
+            checkpoints: checkpointsBefore + checkpointsNow,
+            killed,
+            recoveries,
+          });
+          const next = plan[killed];
+          if (next && !killScheduled && message.generated >= next.atRecord) {
+            killScheduled = true;
+            setTimeout(() => {
+              if (child.exitCode === null && child.signalCode === null && child.kill("SIGKILL")) killed++;
+            }, next.delayMs);
+          }
+          break;
+        }
+        case "finished":
+        case "failed":
+          outcome = message;
+          break;
+      }
+    });
+    const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+      child.on("exit", (c, s) => done({ code: c, signal: s })),
+    );
+    checkpointsBefore += checkpointsNow;
+    if (signal === "SIGKILL") {
+      recoveries++;
+      continue;
+    }
+    if (outcome?.type === "finished" && code === 0) {
+      checkpointsBefore += Math.max(0, outcome.checkpoints - checkpointsNow);
+      break;
+    }
+    bar?.stop();
+    const reason = outcome?.type === "failed" ? outcome.error : `exit code ${code}, signal ${signal}`;
+    throw new Error(`demo worker failed: ${reason}`);
+  }
+  const elapsedSeconds = (Date.now() - startedAt) / 1000;
+  bar?.update(config.records, { checkpoints: checkpointsBefore, killed, recoveries });
+  bar?.stop();
+  return {
+    killed,
+    recoveries,
+    restoredFromCheckpoint,
+    resumedFrom,
+    checkpoints: checkpointsBefore,
+    elapsedSeconds,
+    peakRssKb,
+    workers,
+  };
+}

@@ -1,0 +1,22 @@
+/**
+ * `exactly demo` (`--sink file`, the default): rolling JSON-line part files in the output
+ * directory, next to the hidden checkpoint folder; the check reads every visible file.
+ */
+import { localFileSink } from "@exactly/file";
+import { demoRecordLine } from "../demo-record.ts";
+import { verifyOutput } from "../verify-output.ts";
+import type { DemoTarget } from "./demo-target.ts";
+
+export const fileTarget: DemoTarget<Record<string, never>> = {
+  sink: "file",
+  flags: [],
+  settings: () => ({}),
+  identity: () => ({}),
+  prepare: async () => {},
+  sinks: async (_settings, run) => ({
+    "demo-files": () =>
+      localFileSink({ directory: run.out, partSuffix: ".jsonl", guarantee: run.guarantee, encoder: demoRecordLine }),
+  }),
+  verify: async (_settings, run) => ({ check: await verifyOutput(run.out, run.records), leftOpen: 0, fields: {} }),
+  rows: (s) => [["output", s.out]],
+};

@@ -1,0 +1,34 @@
+/**
+ * How every command reaches S3 (the demo's `--sink s3`, `inspect` and `lingering` of an
+ * s3:// location): `@exactly/file/s3`, loaded only when a command needs it, and the
+ * connection from a flag and the environment.
+ */
+import type * as S3Connector from "@exactly/file/s3";
+import { loadConnector } from "./load-connector.ts";
+
+export type S3ConnectorModule = typeof S3Connector;
+
+/**
+ * `@exactly/file/s3`, which needs the optional peer `@aws-sdk/client-s3`. `user`: the option
+ * or command that needs it, for the error when it is not installed.
+ */
+export function loadS3Connector(user: string): Promise<S3ConnectorModule> {
+  return loadConnector<S3ConnectorModule>("@exactly/file/s3", user, ["@aws-sdk/client-s3"]);
+}
+
+/**
+ * `endpoint`, else $EXACTLY_S3_ENDPOINT (an S3-compatible server, addressed by path), else
+ * AWS; credentials from $EXACTLY_S3_ACCESS_KEY and $EXACTLY_S3_SECRET_KEY when both are set,
+ * else the SDK's default chain.
+ */
+export function s3ConnectionFromEnv(endpointFlag: string | undefined): S3Connector.S3ConnectionOptions {
+  const endpoint = endpointFlag ?? process.env.EXACTLY_S3_ENDPOINT;
+  const accessKeyId = process.env.EXACTLY_S3_ACCESS_KEY;
+  const secretAccessKey = process.env.EXACTLY_S3_SECRET_KEY;
+  const region = process.env.EXACTLY_S3_REGION;
+  return {
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    ...(region ? { region } : {}),
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+  };
+}
