@@ -1,11 +1,17 @@
-export { AtLeastOnceFileSink } from "./at-least-once-file-sink.ts";
 export {
   type BucketAssigner,
   basePathBucketAssigner,
   UnsafeBucketPathError,
   validateBucket,
 } from "./bucket-assigner.ts";
-export { type ExactlyOnceFileSinkOptions, FileSink, type FileTransaction } from "./file-sink.ts";
+export { AtLeastOnceFileSink, FileAtLeastOnceSink } from "./file-at-least-once-sink.ts";
+export {
+  type ExactlyOnceFileSinkOptions,
+  FileSink,
+  type FileTransaction,
+  FileTwoPhaseSink,
+  type FileTwoPhaseSinkOptions,
+} from "./file-two-phase-sink.ts";
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
 export { LocalRecoverableWriter } from "./local/local-recoverable-writer.ts";
 export {

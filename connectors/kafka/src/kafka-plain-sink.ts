@@ -1,7 +1,7 @@
 import {
   type Batch,
   DeliveryGuarantee,
-  type Sink,
+  FlushingSink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
@@ -44,10 +44,9 @@ interface SendSettings {
  * `after-checkpoint-durable`); it has no transaction to begin, commit or recover, so it
  * reaches no other fault point.
  */
-export abstract class KafkaPlainSink<T> implements Sink<T> {
-  abstract readonly guarantee: DeliveryGuarantee;
+export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   /** No state to spread, so any parallelism restores; no transactions, so nothing lingers. */
-  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
   private readonly sinkOptions: KafkaWriteOptions<T>;
   private readonly writer: RecordWriter<T>;
   private readonly send: SendSettings;
@@ -56,6 +55,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   /** Records written since the last barrier that flushed. */
   private unflushed = 0;
   protected constructor(options: KafkaWriteOptions<T>, send: SendSettings) {
+    super();
     this.sinkOptions = options;
     this.writer = new RecordWriter(options);
     this.send = send;
@@ -86,7 +86,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
     reachFault("mid-write");
   }
 
-  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
+  protected async flush(_checkpointId: number): Promise<void> {
     const outbox = this.openOutbox;
     // Nothing written since the last flush: nothing to wait for.
     if (this.unflushed > 0) {
@@ -95,15 +95,6 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
       reachFault("after-pre-commit");
       this.unflushed = 0;
     }
-    return {};
-  }
-
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
-    // Everything was flushed at the barrier: there is nothing to commit.
-  }
-
-  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {
-    // The next barrier flushes what this one did not cover; nothing waits for a commit.
   }
 
   isTransient(error: unknown): boolean {
