@@ -7,10 +7,10 @@ import {
   SinkNotOpenError,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
-import { resolveClient } from "./kafka-config.ts";
+import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
-import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
-import { createPlainProducer } from "./kafkajs/producers.ts";
+import type { InternalCluster } from "./kafkajs/cluster.ts";
+import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
 import type { Outbox } from "./outbox.ts";
 import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
 
@@ -65,11 +65,11 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   protected abstract atBarrier(outbox: Outbox): Promise<void>;
 
   async open(_context: SinkContext): Promise<void> {
-    const kafka = resolveClient(this.sinkOptions);
-    const cluster = createCluster(kafka);
+    const connection: KafkaConnection = connectKafka(this.sinkOptions);
+    const cluster = connection.cluster();
     this.cluster = cluster;
     await cluster.connect();
-    const producer = await createPlainProducer(kafka, cluster, { idempotent: this.send.idempotent });
+    const producer = await connection.plainProducer(cluster, { idempotent: this.send.idempotent });
     const { acks } = this.send;
     this.outbox = this.writer.outbox((batch) => producer.sendBatch(batch, acks));
   }

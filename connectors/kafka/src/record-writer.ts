@@ -4,8 +4,8 @@
  * a plain producer) and what the barrier waits for.
  */
 import { type Batch, ConfigurationError, RecordWriteError } from "@exactly/core";
-import type { IHeaders, Message } from "kafkajs";
-import type { KafkaConnectionOptions } from "./kafka-config.ts";
+import type { KafkaHeaders, KafkaMessage } from "./kafka-connection.ts";
+import type { KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
 import type { TopicMessages } from "./kafkajs/producers.ts";
 import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
 
@@ -15,7 +15,7 @@ export interface KafkaSinkMessage {
   readonly topic?: string;
   readonly key?: Buffer | string | null;
   readonly value: Buffer | string | null;
-  readonly headers?: IHeaders;
+  readonly headers?: KafkaHeaders;
   /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
   readonly partition?: number;
   /** Record timestamp in ms; default: the time of sending. */
@@ -74,7 +74,7 @@ export class RecordWriter<T> {
     const { values: records, positions } = batch;
     for (let i = 0; i < records.length; i++) {
       let topic: string;
-      let message: Message;
+      let message: KafkaMessage;
       try {
         const out = this.serialize(records[i] as T);
         const target = out.topic ?? this.topic;
