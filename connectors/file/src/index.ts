@@ -13,6 +13,7 @@ export {
   type FileTwoPhaseSinkOptions,
 } from "./file-two-phase-sink.ts";
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
+export { type LocalLingeringOptions, LocalLingeringParts } from "./local/local-lingering-parts.ts";
 export { LocalRecoverableWriter } from "./local/local-recoverable-writer.ts";
 export {
   type LingeringFilter,
