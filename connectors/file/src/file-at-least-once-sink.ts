@@ -8,8 +8,9 @@ import {
   SinkNotOpenError,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
+import type { FileSinkOptions } from "./options.ts";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
-import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
+import { RollingParts } from "./rolling-parts.ts";
 
 /**
  * The at-least-once rolling file sink: records go straight to visible part files, handed to

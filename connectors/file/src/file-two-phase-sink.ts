@@ -8,8 +8,9 @@ import {
   TwoPhaseCommitSink,
   type TwoPhaseCommitSinkOptions,
 } from "@exactly/core";
+import type { FileSinkOptions } from "./options.ts";
 import { type PartDescriptor, PartLostError, type RecoverableWriter } from "./recoverable-writer.ts";
-import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
+import { RollingParts } from "./rolling-parts.ts";
 
 export interface FileTwoPhaseSinkOptions<T> extends FileSinkOptions<T> {
   /**

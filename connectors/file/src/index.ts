@@ -15,6 +15,7 @@ export {
 export { type LocalFileSinkOptions, localFileSink } from "./local/local-file-sink.ts";
 export { type LocalLingeringOptions, LocalLingeringParts } from "./local/local-lingering-parts.ts";
 export { LocalRecoverableWriter } from "./local/local-recoverable-writer.ts";
+export type { FileSinkOptions } from "./options.ts";
 export {
   type LingeringFilter,
   type OpenPart,
@@ -24,5 +25,5 @@ export {
   PlantedFileError,
   type RecoverableWriter,
 } from "./recoverable-writer.ts";
-export { type FileSinkOptions, InvalidLineError } from "./rolling-parts.ts";
+export { InvalidLineError } from "./rolling-parts.ts";
 export type { RollingPolicy } from "./rolling-policy.ts";

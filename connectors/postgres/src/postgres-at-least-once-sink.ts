@@ -7,10 +7,10 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { isTransientPostgresError, type PostgresConnection } from "./connection.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
+import { type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
-import { type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
+import { isTransientPostgresError, type PostgresConnection } from "./postgres-connection.ts";
 import { RowBuffer } from "./row-buffer.ts";
 import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { checkTable } from "./startup-checks.ts";

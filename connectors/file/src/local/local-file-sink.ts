@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import { FileAtLeastOnceSink } from "../file-at-least-once-sink.ts";
 import { FileTwoPhaseSink } from "../file-two-phase-sink.ts";
-import type { FileSinkOptions } from "../rolling-parts.ts";
+import type { FileSinkOptions } from "../options.ts";
 import { LocalRecoverableWriter } from "./local-recoverable-writer.ts";
 
 export interface LocalFileSinkOptions<T> extends Omit<FileSinkOptions<T>, "writer"> {
