@@ -22,6 +22,10 @@ export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./ka
 export type { KafkaClient, KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
 export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
 export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering.ts";
-export { type CheckpointTiming, minimumTransactionTimeout } from "./options.ts";
-export type { KafkaSinkMessage, KafkaWriteOptions } from "./record-writer.ts";
+export {
+  type CheckpointTiming,
+  type KafkaSinkMessage,
+  type KafkaWriteOptions,
+  minimumTransactionTimeout,
+} from "./options.ts";
 export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

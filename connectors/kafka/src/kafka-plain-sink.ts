@@ -11,8 +11,9 @@ import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
 import type { InternalCluster } from "./kafkajs/cluster.ts";
 import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
+import type { KafkaWriteOptions } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
-import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
+import { RecordWriter } from "./record-writer.ts";
 
 export interface KafkaAtLeastOnceSinkOptions<T> extends KafkaWriteOptions<T> {
   /** This sink is AT_LEAST_ONCE and nothing else; the field lets {@link kafkaSink}'s options pass as they are. */

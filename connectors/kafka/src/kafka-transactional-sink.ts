@@ -21,10 +21,10 @@ import type { InternalCluster } from "./kafkajs/cluster.ts";
 import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
 import type { TransactionalProducer } from "./kafkajs/producers.ts";
 import { endTransaction, listTransactions } from "./kafkajs/transactions.ts";
-import { type CheckpointTiming, validateTransactionTimeout } from "./options.ts";
+import { type CheckpointTiming, type KafkaWriteOptions, validateTransactionTimeout } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
 import { claimPrefix, releasePrefix } from "./prefix-registry.ts";
-import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
+import { RecordWriter } from "./record-writer.ts";
 import { checkTransactionTimeoutAgainstBroker } from "./startup-checks.ts";
 import {
   type KafkaTransactionState,

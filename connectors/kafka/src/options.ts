@@ -1,9 +1,38 @@
 /**
- * The Kafka connector's settings checked before any broker is asked: the exactly-once sink's
- * transaction timeout against the job's timing (I7). The checks against the brokers are in
- * `startup-checks.ts`.
+ * The options every Kafka sink shares, and the checks that need no broker: the exactly-once
+ * sink's transaction timeout against the job's timing (I7). The checks against the brokers
+ * are in `startup-checks.ts`.
  */
 import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
+import type { KafkaHeaders } from "./kafka-connection.ts";
+import type { KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
+
+/** One Kafka record as the serializer makes it. */
+export interface KafkaSinkMessage {
+  /** Overrides the sink's `topic` for this record. */
+  readonly topic?: string;
+  readonly key?: Buffer | string | null;
+  readonly value: Buffer | string | null;
+  readonly headers?: KafkaHeaders;
+  /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
+  readonly partition?: number;
+  /** Record timestamp in ms; default: the time of sending. */
+  readonly timestamp?: number;
+}
+
+/** What every Kafka sink takes, whatever its guarantee: where to connect, what to write, how to batch. */
+export interface KafkaWriteOptions<T> extends KafkaConnectionOptions {
+  /** Topic of every record whose serialized message names none. */
+  readonly topic?: string;
+  /** Record → Kafka message. Default: strings and Buffers as they are, anything else as JSON. */
+  readonly serializer?: (record: T) => KafkaSinkMessage;
+  /** Records buffered before a send. Default 5000. */
+  readonly maxBatchRecords?: number;
+  /** Approximate bytes (keys + values) buffered before a send; keep it below the broker's message.max.bytes. Default 512 KiB. */
+  readonly maxBatchBytes?: number;
+  /** Sends awaiting the broker before a write waits (bounds memory). Default 2. */
+  readonly maxInFlightSends?: number;
+}
 
 /**
  * How long recovery can take, from the moment a transaction is pre-committed until the next
