@@ -1,3 +1,8 @@
+/**
+ * `@exactly/file`: the rolling file sinks on local disk, and what they share with the S3
+ * ones of `@exactly/file/s3` (the sink classes, bucket assigners, the `RecoverableWriter` port).
+ * @module @exactly/file
+ */
 export {
   type BucketAssigner,
   basePathBucketAssigner,
