@@ -2,24 +2,9 @@ import { randomBytes } from "node:crypto";
 import { type Batch, ConfigurationError, ExactlyError, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { isAlreadyExists } from "@exactly/core/internal";
 import { type BucketAssigner, requireSafePrefix, UnsafeBucketPathError, validateBucket } from "./bucket-assigner.ts";
+import type { FileSinkOptions } from "./options.ts";
 import { type OpenPart, type PartDescriptor, PartExistsError, type RecoverableWriter } from "./recoverable-writer.ts";
-import { type RollingPolicy, resolveRollingPolicy } from "./rolling-policy.ts";
-
-/** What every file sink is configured with, whatever its guarantee. */
-export interface FileSinkOptions<T> {
-  readonly writer: RecoverableWriter;
-  /** Part file names start with this; unique per sink. Default: `part-<sink name>`. */
-  readonly partPrefix?: string;
-  /** Part file name ending, e.g. ".jsonl". Default "". */
-  readonly partSuffix?: string;
-  readonly bucketAssigner?: BucketAssigner<T>;
-  /**
-   * Turns a record into one line (without the newline). Default JSON.stringify. A result
-   * that is not a string, or holds a '\n', fails the job naming the record.
-   */
-  readonly encoder?: (record: T) => string;
-  readonly rollingPolicy?: RollingPolicy;
-}
+import { resolveRollingPolicy } from "./rolling-policy.ts";
 
 /**
  * The part files a file sink subtask has open, one per bucket, rolled by size: bucket

@@ -1,9 +1,4 @@
-export {
-  type CheckpointTiming,
-  type KafkaClient,
-  type KafkaConnectionOptions,
-  minimumTransactionTimeout,
-} from "./kafka-config.ts";
+export type { KafkaHeaders } from "./kafka-connection.ts";
 export { OffsetOutOfRangeError } from "./kafka-errors.ts";
 export {
   KafkaAtLeastOnceSink,
@@ -24,7 +19,13 @@ export {
   valueAsString,
 } from "./kafka-source.ts";
 export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
+export type { KafkaClient, KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
 export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
-export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering-transactions.ts";
-export type { KafkaSinkMessage, KafkaWriteOptions } from "./record-writer.ts";
+export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering.ts";
+export {
+  type CheckpointTiming,
+  type KafkaSinkMessage,
+  type KafkaWriteOptions,
+  minimumTransactionTimeout,
+} from "./options.ts";
 export { type KafkaTransactionState, parseTransactionalId, transactionalIdOf } from "./transaction-ids.ts";

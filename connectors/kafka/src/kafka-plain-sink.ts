@@ -1,18 +1,19 @@
 import {
   type Batch,
   DeliveryGuarantee,
-  type Sink,
+  FlushingSink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
-import { resolveClient } from "./kafka-config.ts";
+import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
-import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
-import { createPlainProducer } from "./kafkajs/producers.ts";
+import type { InternalCluster } from "./kafkajs/cluster.ts";
+import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
+import type { KafkaWriteOptions } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
-import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
+import { RecordWriter } from "./record-writer.ts";
 
 export interface KafkaAtLeastOnceSinkOptions<T> extends KafkaWriteOptions<T> {
   /** This sink is AT_LEAST_ONCE and nothing else; the field lets {@link kafkaSink}'s options pass as they are. */
@@ -44,10 +45,9 @@ interface SendSettings {
  * `after-checkpoint-durable`); it has no transaction to begin, commit or recover, so it
  * reaches no other fault point.
  */
-export abstract class KafkaPlainSink<T> implements Sink<T> {
-  abstract readonly guarantee: DeliveryGuarantee;
+export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   /** No state to spread, so any parallelism restores; no transactions, so nothing lingers. */
-  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
   private readonly sinkOptions: KafkaWriteOptions<T>;
   private readonly writer: RecordWriter<T>;
   private readonly send: SendSettings;
@@ -56,6 +56,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   /** Records written since the last barrier that flushed. */
   private unflushed = 0;
   protected constructor(options: KafkaWriteOptions<T>, send: SendSettings) {
+    super();
     this.sinkOptions = options;
     this.writer = new RecordWriter(options);
     this.send = send;
@@ -65,11 +66,11 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
   protected abstract atBarrier(outbox: Outbox): Promise<void>;
 
   async open(_context: SinkContext): Promise<void> {
-    const kafka = resolveClient(this.sinkOptions);
-    const cluster = createCluster(kafka);
+    const connection: KafkaConnection = connectKafka(this.sinkOptions);
+    const cluster = connection.cluster();
     this.cluster = cluster;
     await cluster.connect();
-    const producer = await createPlainProducer(kafka, cluster, { idempotent: this.send.idempotent });
+    const producer = await connection.plainProducer(cluster, { idempotent: this.send.idempotent });
     const { acks } = this.send;
     this.outbox = this.writer.outbox((batch) => producer.sendBatch(batch, acks));
   }
@@ -86,7 +87,7 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
     reachFault("mid-write");
   }
 
-  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
+  protected async flush(_checkpointId: number): Promise<void> {
     const outbox = this.openOutbox;
     // Nothing written since the last flush: nothing to wait for.
     if (this.unflushed > 0) {
@@ -95,15 +96,6 @@ export abstract class KafkaPlainSink<T> implements Sink<T> {
       reachFault("after-pre-commit");
       this.unflushed = 0;
     }
-    return {};
-  }
-
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
-    // Everything was flushed at the barrier: there is nothing to commit.
-  }
-
-  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {
-    // The next barrier flushes what this one did not cover; nothing waits for a commit.
   }
 
   isTransient(error: unknown): boolean {

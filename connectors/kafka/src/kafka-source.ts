@@ -7,12 +7,12 @@ import {
   type SourceReader,
   type SourceReaderContext,
 } from "@exactly/core";
-import type { IHeaders, Kafka } from "kafkajs";
-import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
+import type { KafkaConnection, KafkaHeaders } from "./kafka-connection.ts";
 import { errorType, isTransientKafkaFailure, OffsetOutOfRangeError } from "./kafka-errors.ts";
-import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
+import type { InternalCluster } from "./kafkajs/cluster.ts";
 import { type FetchedPartition, type FetchedRecord, fetchCommitted } from "./kafkajs/fetch.ts";
 import { commitGroupOffsets } from "./kafkajs/group-offsets.ts";
+import { connectKafka, type KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
 
 /** A record as read from Kafka (only committed ones: read_committed). */
 export interface KafkaRecord {
@@ -21,7 +21,7 @@ export interface KafkaRecord {
   readonly offset: number;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly headers: IHeaders;
+  readonly headers: KafkaHeaders;
   /** The record's timestamp in ms (CreateTime, or LogAppendTime if the topic says so). */
   readonly timestamp: number;
 }
@@ -121,7 +121,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   private readonly source: KafkaSource<T>;
   private readonly context: SourceReaderContext;
   private readonly deserialize: (record: KafkaRecord) => T;
-  private kafka: Kafka | undefined;
+  private connection: KafkaConnection | undefined;
   private cluster: InternalCluster | undefined;
   private splits: Split[] = [];
   private buffer: Chunk[] = [];
@@ -139,8 +139,8 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   }
 
   async open(): Promise<void> {
-    this.kafka = resolveClient(this.options);
-    const cluster = createCluster(this.kafka, { readCommitted: true });
+    this.connection = connectKafka(this.options);
+    const cluster = this.connection.cluster({ readCommitted: true });
     this.cluster = cluster;
     await cluster.connect();
     await cluster.addMultipleTargetTopics([...this.options.topics]);
@@ -206,20 +206,13 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     const fallback = await this.listOffsets(partitions, {
       fromBeginning: (start.fallback ?? "earliest") === "earliest",
     });
-    const admin = (this.kafka as Kafka).admin();
-    try {
-      // Inside the try: a connect that fails half way (the broker restarting) may hold a socket.
-      await admin.connect();
-      const topics = [...new Set(partitions.map((p) => p.topic))];
-      const committed = await admin.fetchOffsets({ groupId: this.options.groupId as string, topics });
-      for (const { topic, partitions: parts } of committed) {
-        for (const { partition, offset } of parts) {
-          const id = splitId(topic, partition);
-          if (fallback.has(id) && Number(offset) >= 0) fallback.set(id, Number(offset));
-        }
+    const topics = [...new Set(partitions.map((p) => p.topic))];
+    const committed = await (this.connection as KafkaConnection).groupOffsets(this.options.groupId as string, topics);
+    for (const { topic, partitions: parts } of committed) {
+      for (const { partition, offset } of parts) {
+        const id = splitId(topic, partition);
+        if (fallback.has(id) && Number(offset) >= 0) fallback.set(id, Number(offset));
       }
-    } finally {
-      await admin.disconnect().catch(() => {});
     }
     return fallback;
   }
@@ -253,7 +246,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
             offset,
             key: raw.key,
             value: raw.value,
-            headers: raw.headers as IHeaders,
+            headers: raw.headers as KafkaHeaders,
             timestamp: Number(raw.timestamp),
           }),
         );

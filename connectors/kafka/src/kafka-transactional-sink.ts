@@ -14,21 +14,18 @@ import {
   type TwoPhaseCommitState,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
-import type { Kafka } from "kafkajs";
 import { fence } from "./fencing.ts";
-import {
-  type CheckpointTiming,
-  checkTransactionTimeoutAgainstBroker,
-  resolveClient,
-  validateTransactionTimeout,
-} from "./kafka-config.ts";
+import type { KafkaConnection } from "./kafka-connection.ts";
 import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";
-import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
-import { beginTransaction, type TransactionalProducer } from "./kafkajs/producers.ts";
+import type { InternalCluster } from "./kafkajs/cluster.ts";
+import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
+import type { TransactionalProducer } from "./kafkajs/producers.ts";
 import { endTransaction, listTransactions } from "./kafkajs/transactions.ts";
+import { type CheckpointTiming, type KafkaWriteOptions, validateTransactionTimeout } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
 import { claimPrefix, releasePrefix } from "./prefix-registry.ts";
-import { type KafkaWriteOptions, RecordWriter } from "./record-writer.ts";
+import { RecordWriter } from "./record-writer.ts";
+import { checkTransactionTimeoutAgainstBroker } from "./startup-checks.ts";
 import {
   type KafkaTransactionState,
   parseTransactionalId,
@@ -85,7 +82,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
   private readonly prefix: string;
   private readonly timeoutMs: number;
   private readonly writer: RecordWriter<T>;
-  private kafka: Kafka | undefined;
+  private connection: KafkaConnection | undefined;
   private cluster: InternalCluster | undefined;
   private pool: SlotPool | undefined;
   private readonly live = new Map<string, LiveTransaction>();
@@ -118,8 +115,8 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
 
   /** Checks the timeout against the job and the broker, takes the prefix, connects, sizes the slot pool. */
   protected override async initialize(restored: LingeringContext<KafkaTransactionState>): Promise<void> {
-    const kafka = resolveClient(this.sinkOptions);
-    this.kafka = kafka;
+    const connection = connectKafka(this.sinkOptions);
+    this.connection = connection;
     // The job knows its own timing: check the timeout against it unless the user gave one.
     validateTransactionTimeout({
       transactionTimeoutMs: this.timeoutMs,
@@ -130,8 +127,8 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     });
     await claimPrefix(this.prefix, restored.sinkId, restored.subtask);
     this.claimed = restored.subtask;
-    await checkTransactionTimeoutAgainstBroker(kafka, this.timeoutMs);
-    this.cluster = createCluster(kafka);
+    await checkTransactionTimeoutAgainstBroker(connection, this.timeoutMs);
+    this.cluster = connection.cluster();
     await this.cluster.connect();
     // Ids any restored state references stay busy until a checkpoint completes (see SlotPool).
     this.pool = new SlotPool(
@@ -176,7 +173,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     const transactionalId = transactionalIdOf(this.prefix, ctx.subtask, slot);
     let producer: TransactionalProducer;
     try {
-      producer = await beginTransaction(this.kafka as Kafka, this.kafkaCluster, {
+      producer = await (this.connection as KafkaConnection).beginTransaction(this.kafkaCluster, {
         transactionalId,
         transactionTimeoutMs: this.timeoutMs,
       });

@@ -3,7 +3,7 @@
  * `sendBatch` per batch, a bounded number in flight, never a promise per record.
  */
 import { requirePositiveInteger } from "@exactly/core";
-import type { Message } from "kafkajs";
+import type { KafkaMessage } from "./kafka-connection.ts";
 import type { TopicMessages } from "./kafkajs/producers.ts";
 
 /** When a buffered batch is sent, and how many sends may await the broker at once. */
@@ -31,7 +31,7 @@ export function sendLimits(options: {
  * batch, not one a record. The first failure is kept and thrown by the next add or flush.
  */
 export class Outbox {
-  private topics = new Map<string, Message[]>();
+  private topics = new Map<string, KafkaMessage[]>();
   private records = 0;
   private bytes = 0;
   private readonly inFlight: Promise<void>[] = [];
@@ -44,7 +44,7 @@ export class Outbox {
     this.limits = limits;
   }
 
-  add(topic: string, message: Message, size: number): void {
+  add(topic: string, message: KafkaMessage, size: number): void {
     let list = this.topics.get(topic);
     if (!list) {
       list = [];

@@ -4,37 +4,10 @@
  * a plain producer) and what the barrier waits for.
  */
 import { type Batch, ConfigurationError, RecordWriteError } from "@exactly/core";
-import type { IHeaders, Message } from "kafkajs";
-import type { KafkaConnectionOptions } from "./kafka-config.ts";
+import type { KafkaMessage } from "./kafka-connection.ts";
 import type { TopicMessages } from "./kafkajs/producers.ts";
+import type { KafkaSinkMessage, KafkaWriteOptions } from "./options.ts";
 import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
-
-/** One Kafka record as the serializer makes it. */
-export interface KafkaSinkMessage {
-  /** Overrides the sink's `topic` for this record. */
-  readonly topic?: string;
-  readonly key?: Buffer | string | null;
-  readonly value: Buffer | string | null;
-  readonly headers?: IHeaders;
-  /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
-  readonly partition?: number;
-  /** Record timestamp in ms; default: the time of sending. */
-  readonly timestamp?: number;
-}
-
-/** What every Kafka sink takes, whatever its guarantee: where to connect, what to write, how to batch. */
-export interface KafkaWriteOptions<T> extends KafkaConnectionOptions {
-  /** Topic of every record whose serialized message names none. */
-  readonly topic?: string;
-  /** Record → Kafka message. Default: strings and Buffers as they are, anything else as JSON. */
-  readonly serializer?: (record: T) => KafkaSinkMessage;
-  /** Records buffered before a send. Default 5000. */
-  readonly maxBatchRecords?: number;
-  /** Approximate bytes (keys + values) buffered before a send; keep it below the broker's message.max.bytes. Default 512 KiB. */
-  readonly maxBatchBytes?: number;
-  /** Sends awaiting the broker before a write waits (bounds memory). Default 2. */
-  readonly maxInFlightSends?: number;
-}
 
 function defaultSerializer(record: unknown): KafkaSinkMessage {
   if (typeof record === "string" || Buffer.isBuffer(record)) return { value: record };
@@ -74,7 +47,7 @@ export class RecordWriter<T> {
     const { values: records, positions } = batch;
     for (let i = 0; i < records.length; i++) {
       let topic: string;
-      let message: Message;
+      let message: KafkaMessage;
       try {
         const out = this.serialize(records[i] as T);
         const target = out.topic ?? this.topic;

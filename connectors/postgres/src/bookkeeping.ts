@@ -9,7 +9,7 @@
  * - `exactly_progress (sink, subtask, checkpoint)`: the write-ahead sink's last committed
  *   checkpoint per subtask, updated in the same transaction as the rows.
  */
-import type { PostgresConnection } from "./connection.ts";
+import type { PostgresConnection } from "./postgres-connection.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";
 
 export const MARKER_TABLE = "exactly_prepared_markers";

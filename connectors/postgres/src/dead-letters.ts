@@ -10,8 +10,8 @@
  */
 import type { RecordPosition } from "@exactly/core";
 import { ensureTable } from "./bookkeeping.ts";
-import { type PostgresConnection, ServerError } from "./connection.ts";
 import { RowRejectedError } from "./errors.ts";
+import { type PostgresConnection, ServerError } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
 
 export interface DeadLetterOptions {

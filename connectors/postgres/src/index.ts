@@ -1,18 +1,18 @@
 export { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 export { COLUMN_TYPES, type ColumnType } from "./column-types.ts";
+export type { DeadLetterOptions } from "./dead-letters.ts";
+export { RowRejectedError } from "./errors.ts";
+export { type PostgresLingeringOptions, PostgresLingeringTransactions } from "./lingering.ts";
+export type { PostgresSinkOptions } from "./options.ts";
+export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
+export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
 export {
   isTransientPostgresError,
   type PostgresConnection,
   type QueryResult,
   ServerError,
   sqlstateOf,
-} from "./connection.ts";
-export type { DeadLetterOptions } from "./dead-letters.ts";
-export { RowRejectedError } from "./errors.ts";
-export { type PostgresLingeringOptions, PostgresLingeringTransactions } from "./lingering-prepared.ts";
-export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
-export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
-export type { PostgresSinkOptions } from "./postgres-options.ts";
+} from "./postgres-connection.ts";
 export { type PostgresSink, type PostgresSinkFactoryOptions, postgresSink } from "./postgres-sink.ts";
 export {
   type PostgresTransaction,

@@ -1,16 +1,16 @@
 import {
   type Batch,
   DeliveryGuarantee,
+  FlushingSink,
   RecordWriteError,
-  type Sink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { isTransientPostgresError, type PostgresConnection } from "./connection.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
+import { type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
-import { type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
+import { isTransientPostgresError, type PostgresConnection } from "./postgres-connection.ts";
 import { RowBuffer } from "./row-buffer.ts";
 import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { checkTable } from "./startup-checks.ts";
@@ -28,9 +28,9 @@ export type PostgresAtLeastOnceSinkOptions<T> = Omit<
  * replays what came after the last checkpoint, so appends may show duplicates (upserts
  * absorb them). No prepared transactions, no bookkeeping tables.
  */
-export class PostgresAtLeastOnceSink<T> implements Sink<T> {
+export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
   private readonly options: PostgresAtLeastOnceSinkOptions<T>;
   private readonly mapping: CompiledMapping<T>;
   private readonly flushRows: number;
@@ -41,6 +41,7 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
   private readonly writeOuts = new WriteOuts();
 
   constructor(options: PostgresAtLeastOnceSinkOptions<T>) {
+    super();
     this.options = options;
     const resolved = resolvePostgresOptions(options);
     this.mapping = resolved.mapping;
@@ -84,17 +85,11 @@ export class PostgresAtLeastOnceSink<T> implements Sink<T> {
     }
   }
 
-  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
+  /** The barrier: every write-out before it committed. */
+  protected async flush(_checkpointId: number): Promise<void> {
     await this.writeOuts.settle();
     if (this.rows.size > 0) await this.writeOut();
-    return {};
   }
-
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
-    // Everything was committed at the barrier.
-  }
-
-  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
 
   isTransient(error: unknown): boolean {
     return isTransientPostgresError(error);

@@ -11,10 +11,10 @@ import {
   TwoPhaseCommitSink,
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
-import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
+import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
-import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
+import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
 import { commitPrepared, gidOf, listPrepared, prepare, rollbackPrepared } from "./prepared-transactions.ts";
 import { RowBuffer } from "./row-buffer.ts";
 import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";

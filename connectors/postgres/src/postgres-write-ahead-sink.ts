@@ -10,10 +10,10 @@ import {
   type SinkContext,
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
-import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./connection.ts";
 import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
+import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
-import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./postgres-options.ts";
+import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
 import { RowBuffer } from "./row-buffer.ts";
 import { isRejection, rejectedCopy, type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";

@@ -4,7 +4,7 @@
  * `pg_prepared_xacts` and never another sink's: the rest after `<sink>:` must be exactly two
  * numbers.
  */
-import { type PostgresConnection, ServerError, SQLSTATE } from "./connection.ts";
+import { type PostgresConnection, ServerError, SQLSTATE } from "./postgres-connection.ts";
 import { quoteLiteral } from "./sql.ts";
 
 export interface PreparedName {

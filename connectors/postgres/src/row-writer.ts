@@ -8,9 +8,9 @@
  */
 import { formatPosition, type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
 import { parseCopyLine } from "./column-types.ts";
-import { isTransientPostgresError, type PostgresConnection, ServerError } from "./connection.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
 import { RowRejectedError } from "./errors.ts";
+import { isTransientPostgresError, type PostgresConnection, ServerError } from "./postgres-connection.ts";
 import { copyLines, type PendingRows, positionAt, rowCount } from "./row-buffer.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 

@@ -4,7 +4,7 @@
  * first checkpoint or, worse, silently.
  */
 import { ConfigurationError } from "@exactly/core";
-import type { PostgresConnection } from "./connection.ts";
+import type { PostgresConnection } from "./postgres-connection.ts";
 import { otherDatabasesUsing } from "./prepared-transactions.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 

@@ -3,7 +3,7 @@
  * `proto-max-bulk-len`, and closes the connection, so the failure would name neither the record
  * nor the setting. The sinks read the setting at open and refuse a longer value at the write.
  */
-import type { RedisConnection } from "./connection.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 
 /** Redis' default `proto-max-bulk-len`: 512 MB. */
 export const DEFAULT_MAX_BULK_BYTES = 512 * 1024 * 1024;

@@ -2,31 +2,26 @@ import {
   type Batch,
   ConfigurationError,
   DeliveryGuarantee,
+  FlushingSink,
   RecordWriteError,
   requirePositiveInteger,
-  type Sink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
-import type { RedisConnect, RedisConnection } from "./connection.ts";
-import { checkDurability } from "./durability.ts";
-import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { ReservedNames } from "./key-names.ts";
 import { OperationEncoder, type RedisOperation } from "./operations.ts";
+import type { RedisSinkCommonOptions } from "./options.ts";
+import type { RedisConnect, RedisConnection } from "./redis-connection.ts";
+import { checkDurability } from "./startup-checks.ts";
 
-export interface RedisAtLeastOnceSinkOptions<T> {
-  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
-  readonly connection: RedisConnectionOptions;
-  /** Every key starts with it (non-empty). */
-  readonly keyPrefix: string;
+export interface RedisAtLeastOnceSinkOptions<T> extends RedisSinkCommonOptions {
   /** The writes of one record, as for the write-ahead sink. */
   readonly operations: (record: T) => RedisOperation | readonly RedisOperation[];
   /** Operations buffered before they are sent as one pipeline; every barrier sends too. Default 1000. */
   readonly operationsPerFlush?: number;
-  /** As the other sinks: start on a server that can lose acknowledged writes. Default false. */
-  readonly acceptLossyDurability?: boolean;
 }
 
 /**
@@ -36,9 +31,9 @@ export interface RedisAtLeastOnceSinkOptions<T> {
  * last checkpoint are applied again: counters count twice, lists grow twice. What it saves
  * is the write-ahead log and the Lua calls; use the write-ahead sink for exact results.
  */
-export class RedisAtLeastOnceSink<T> implements Sink<T> {
+export class RedisAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
   private readonly connect: RedisConnect;
   private readonly keyPrefix: string;
   private readonly operationsOf: (record: T) => RedisOperation | readonly RedisOperation[];
@@ -51,6 +46,7 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
   private inFlight: Promise<void> | undefined;
 
   constructor(options: RedisAtLeastOnceSinkOptions<T>) {
+    super();
     if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
     this.connect = ioredisConnect(options.connection);
     this.keyPrefix = options.keyPrefix;
@@ -79,11 +75,11 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
         throw new RecordWriteError(positions[i], error);
       }
     }
-    if (this.buffered.length >= this.operationsPerFlush) return this.flush();
+    if (this.buffered.length >= this.operationsPerFlush) return this.send();
   }
 
   /** Waits for the pipeline before, then sends what is buffered and returns while it is on its way. */
-  private async flush(): Promise<void> {
+  private async send(): Promise<void> {
     await this.settle();
     if (this.buffered.length === 0) return;
     if (!this.connection) throw new SinkNotOpenError("redis connection");
@@ -99,17 +95,11 @@ export class RedisAtLeastOnceSink<T> implements Sink<T> {
     await sending;
   }
 
-  async snapshotState(_checkpointId: number): Promise<Record<string, never>> {
-    await this.flush();
+  /** The barrier: every command before it acknowledged. */
+  protected async flush(_checkpointId: number): Promise<void> {
+    await this.send();
     await this.settle();
-    return {};
   }
-
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {
-    // Everything was acknowledged at the barrier.
-  }
-
-  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
 
   async close(): Promise<void> {
     await this.settle().catch(() => {});

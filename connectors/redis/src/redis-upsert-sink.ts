@@ -9,16 +9,15 @@ import {
   type Upsert,
 } from "@exactly/core";
 import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
-import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
-import { checkDurability } from "./durability.ts";
-import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { ReservedNames, versionKeyOf } from "./key-names.ts";
+import type { RedisSinkCommonOptions } from "./options.ts";
+import type { RedisConnect, RedisConnection, ScriptCall } from "./redis-connection.ts";
+import { checkDurability } from "./startup-checks.ts";
 import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 import { type CompiledShape, compileShape, type ValueShape } from "./value-shapes.ts";
 
-export interface RedisUpsertSinkOptions<T> {
-  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
-  readonly connection: RedisConnectionOptions;
+export interface RedisUpsertSinkOptions<T> extends RedisSinkCommonOptions {
   /** Every key starts with it (non-empty): `<keyPrefix><key(record)>`. */
   readonly keyPrefix: string;
   /** The record's key, after the prefix. */
@@ -38,11 +37,6 @@ export interface RedisUpsertSinkOptions<T> {
   readonly maxBufferedRecords?: number;
   /** Writes per script call (calls go out pipelined, one round trip per flush). Default 500. */
   readonly writesPerCall?: number;
-  /**
-   * Start on a server that can lose acknowledged writes in a crash (`appendonly no`, or
-   * `appendfsync` other than `always`, or CONFIG refused). Default false: such a server is refused.
-   */
-  readonly acceptLossyDurability?: boolean;
 }
 
 /** The version of a record from its source offset: right when each key's records all come from one split (a Kafka partition). */

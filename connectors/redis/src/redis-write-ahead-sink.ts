@@ -12,15 +12,14 @@ import {
   SinkNotOpenError,
 } from "@exactly/core";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
-import type { RedisConnect, RedisConnection, ScriptCall } from "./connection.ts";
-import { checkDurability } from "./durability.ts";
-import { ioredisConnect, type RedisConnectionOptions } from "./ioredis/ioredis-connection.ts";
+import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { globEscape, hashTag, MARKER_NAMESPACE, ReservedNames } from "./key-names.ts";
 import { type EncodedOperation, OperationEncoder, type RedisOperation } from "./operations.ts";
+import type { RedisSinkCommonOptions } from "./options.ts";
+import type { RedisConnect, RedisConnection, ScriptCall } from "./redis-connection.ts";
+import { checkDurability } from "./startup-checks.ts";
 
-export interface RedisWriteAheadSinkOptions<T> {
-  /** A `redis://` URL, or ioredis options. Credentials are never logged. */
-  readonly connection: RedisConnectionOptions;
+export interface RedisWriteAheadSinkOptions<T> extends RedisSinkCommonOptions {
   /** Every key starts with it (non-empty): the operations' keys and the sink's markers. */
   readonly keyPrefix: string;
   /** The writes of one record. */
@@ -32,8 +31,6 @@ export interface RedisWriteAheadSinkOptions<T> {
   readonly name?: string;
   /** Operations per Lua call; a checkpoint goes in calls of this many, each applied once. Default 1000. */
   readonly operationsPerCall?: number;
-  /** As the upsert sink: start on a server that can lose acknowledged writes. Default false. */
-  readonly acceptLossyDurability?: boolean;
 }
 
 /**

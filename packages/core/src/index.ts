@@ -76,6 +76,7 @@ export {
   type StreamJobOptions,
   WindowedStream,
 } from "./runtime/stream-job.ts";
+export { FlushingSink } from "./sinks/flushing-sink.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export {
   type LingeringWork,

@@ -216,15 +216,22 @@ export class LocalRecoverableWriter implements RecoverableWriter {
     }
   }
 
+  /** The in-progress files of parts named `<partPrefix>…`: (bucket, part name, its file). */
+  async *inProgressParts(partPrefix: string): AsyncGenerator<{ bucket: string; name: string; path: string }> {
+    for await (const { bucket, file, path } of this.files()) {
+      if (!file.startsWith(`.${partPrefix}`) || !file.endsWith(IN_PROGRESS)) continue;
+      yield { bucket, name: file.slice(1, -IN_PROGRESS.length), path };
+    }
+  }
+
   async abortLingering(
     partPrefix: string,
     parseSubtask: (name: string) => number | undefined,
     filter: LingeringFilter,
   ): Promise<string[]> {
     const removed: string[] = [];
-    for await (const { bucket, file, path } of this.files()) {
-      if (!file.startsWith(`.${partPrefix}`) || !file.endsWith(IN_PROGRESS)) continue;
-      const name = file.slice(1, -IN_PROGRESS.length);
+    for await (const { bucket, name, path } of this.inProgressParts(partPrefix)) {
+      const file = `.${name}${IN_PROGRESS}`;
       const subtask = parseSubtask(name);
       if (subtask === undefined || !filter.ownsSubtaskIndex(subtask)) continue;
       if (filter.isReferenced({ bucket, name })) continue;

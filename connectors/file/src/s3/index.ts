@@ -1,6 +1,7 @@
 /**
  * `@exactly/file/s3`: the file sink and checkpoint storage on S3. Needs the optional peer
  * `@aws-sdk/client-s3`; users who only write local files never load it.
+ * @module @exactly/file/s3
  */
 export {
   CheckpointOwnershipError,

@@ -65,7 +65,7 @@ export class CheckpointOwnershipError extends CheckpointStorageError {
 }
 
 /**
- * Checkpoints on S3, as {@link FileSystemCheckpointStorage} keeps them on disk:
+ * Checkpoints on S3, as `FileSystemCheckpointStorage` (`@exactly/core`) keeps them on disk:
  * `chk-<id>/_begin` reserves an id, one object per task state, and `chk-<id>/_metadata`
  * written last makes the checkpoint complete (an S3 PUT is atomic: the object is there
  * whole or not at all). Both `_begin` and `_metadata` are written with `If-None-Match: *`,

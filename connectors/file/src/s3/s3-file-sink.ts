@@ -1,13 +1,13 @@
 import { ConfigurationError, DeliveryGuarantee } from "@exactly/core";
-import { AtLeastOnceFileSink } from "../at-least-once-file-sink.ts";
-import { type ExactlyOnceFileSinkOptions, FileSink } from "../file-sink.ts";
+import { FileAtLeastOnceSink } from "../file-at-least-once-sink.ts";
+import { FileTwoPhaseSink, type FileTwoPhaseSinkOptions } from "../file-two-phase-sink.ts";
 import { resolveRollingPolicy } from "../rolling-policy.ts";
 import { MAX_PARTS, S3RecoverableWriter, type S3WriterOptions } from "./s3-recoverable-writer.ts";
 
-export interface S3FileSinkOptions<T> extends Omit<ExactlyOnceFileSinkOptions<T>, "writer">, S3WriterOptions {
+export interface S3FileSinkOptions<T> extends Omit<FileTwoPhaseSinkOptions<T>, "writer">, S3WriterOptions {
   /**
-   * EXACTLY_ONCE (default): {@link FileSink}; a checkpoint's parts are open multipart uploads
-   * until the checkpoint completes. AT_LEAST_ONCE: {@link AtLeastOnceFileSink}; each part is
+   * EXACTLY_ONCE (default): {@link FileTwoPhaseSink}; a checkpoint's parts are open multipart uploads
+   * until the checkpoint completes. AT_LEAST_ONCE: {@link FileAtLeastOnceSink}; each part is
    * completed at the barrier that closes it.
    */
   readonly guarantee?: DeliveryGuarantee;
@@ -20,7 +20,7 @@ export interface S3FileSinkOptions<T> extends Omit<ExactlyOnceFileSinkOptions<T>
  * Set `transactionTimeoutMs` to the bucket's AbortIncompleteMultipartUpload age: S3 drops
  * an upload older than that, and with it a pre-committed checkpoint's data.
  */
-export function s3FileSink<T>(options: S3FileSinkOptions<T>): FileSink<T> | AtLeastOnceFileSink<T> {
+export function s3FileSink<T>(options: S3FileSinkOptions<T>): FileTwoPhaseSink<T> | FileAtLeastOnceSink<T> {
   const {
     guarantee = DeliveryGuarantee.EXACTLY_ONCE,
     bucket,
@@ -48,7 +48,7 @@ export function s3FileSink<T>(options: S3FileSinkOptions<T>): FileSink<T> | AtLe
   }
   switch (guarantee) {
     case DeliveryGuarantee.EXACTLY_ONCE:
-      return new FileSink({ ...rest, writer });
+      return new FileTwoPhaseSink({ ...rest, writer });
     case DeliveryGuarantee.AT_LEAST_ONCE:
       if (rest.transactionTimeoutMs !== undefined) {
         throw new ConfigurationError(
@@ -56,7 +56,7 @@ export function s3FileSink<T>(options: S3FileSinkOptions<T>): FileSink<T> | AtLe
           "applies to EXACTLY_ONCE only: at-least-once parts are published at the barrier",
         );
       }
-      return new AtLeastOnceFileSink({ ...rest, writer });
+      return new FileAtLeastOnceSink({ ...rest, writer });
     default:
       throw new ConfigurationError("guarantee", "the file sink supports EXACTLY_ONCE and AT_LEAST_ONCE");
   }

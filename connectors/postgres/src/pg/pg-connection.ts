@@ -9,7 +9,12 @@ import { pipeline } from "node:stream/promises";
 import { ConfigurationError, TransientError } from "@exactly/core";
 import pg from "pg";
 import copyStreams from "pg-copy-streams";
-import { type PostgresConnect, type PostgresConnection, type QueryResult, ServerError } from "../connection.ts";
+import {
+  type PostgresConnect,
+  type PostgresConnection,
+  type QueryResult,
+  ServerError,
+} from "../postgres-connection.ts";
 
 /** A connection string, or `pg`'s client settings (host, port, user, password, database, ssl …). */
 export type PostgresConnectionOptions = string | pg.ClientConfig;

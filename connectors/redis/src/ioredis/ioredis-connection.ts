@@ -7,8 +7,8 @@
 import { ConfigurationError, TransientError } from "@exactly/core";
 import calculateSlot from "cluster-key-slot";
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
-import type { RedisConnect, RedisConnection, ScriptCall } from "../connection.ts";
 import { SCRIPTS, type ScriptName } from "../lua/scripts.ts";
+import type { RedisConnect, RedisConnection, ScriptCall } from "../redis-connection.ts";
 
 /** A Redis Cluster: some of its nodes (the client learns the others), and ioredis' cluster options. */
 export interface RedisClusterConnection {
@@ -113,7 +113,27 @@ type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 
 type Pipeline = ReturnType<Redis["pipeline"]>;
 
-class IoredisConnection implements RedisConnection {
+/**
+ * Reads a result back, for tools that check what a job wrote (the demo's verdict); the sinks
+ * never read values, so this is not part of their port.
+ */
+export interface RedisReader {
+  /** `HGETALL key`. */
+  hashAll(key: string): Promise<Record<string, string>>;
+  /** `GET` of each key, pipelined (on a Cluster, by slot). */
+  strings(keys: readonly string[]): Promise<(string | null)[]>;
+  close(): Promise<void>;
+}
+
+/** What {@link connectRedis} returns: the port, and the reads a tool makes. */
+export interface RedisToolConnection extends RedisConnection {
+  /** @deprecated Use {@link connectRedisReader}: reading values back is not the sinks' port. */
+  hashAll(key: string): Promise<Record<string, string>>;
+  /** @deprecated Use {@link connectRedisReader}: reading values back is not the sinks' port. */
+  strings(keys: readonly string[]): Promise<(string | null)[]>;
+}
+
+class IoredisConnection implements RedisConnection, RedisReader {
   private readonly client: Redis | Cluster;
   readonly clustered: boolean;
 
@@ -281,56 +301,63 @@ class IoredisConnection implements RedisConnection {
   }
 }
 
-/** One connection on the connector's port, for tools (the demo, cleanup); close it when done. */
-export function connectRedis(options: RedisConnectionOptions, purpose = "tool"): Promise<RedisConnection> {
-  return ioredisConnect(options)(purpose);
+/** One connection on the connector's port, for tools (cleanup, inspection); close it when done. */
+export function connectRedis(options: RedisConnectionOptions, purpose = "tool"): Promise<RedisToolConnection> {
+  return openIoredis(options, purpose);
+}
+
+/** One connection that reads results back, for tools that verify a job's output; close it when done. */
+export function connectRedisReader(options: RedisConnectionOptions, purpose = "reader"): Promise<RedisReader> {
+  return openIoredis(options, purpose);
 }
 
 /** Opens connections to one server, or to a Cluster; each is named `exactly:<purpose>`. */
 export function ioredisConnect(options: RedisConnectionOptions): RedisConnect {
-  return async (purpose) => {
-    const connectionName = `exactly:${purpose}`.replace(/\s/g, "_");
-    // A command is retried on a new connection by the sink's own recovery, not queued forever.
-    const maxRetriesPerRequest = 3;
-    let client: Redis | Cluster;
-    try {
-      if (isCluster(options)) {
-        const given = options.clusterOptions ?? {};
-        client = new Cluster([...options.clusterNodes], {
-          ...given,
-          lazyConnect: true,
-          redisOptions: { ...given.redisOptions, connectionName, maxRetriesPerRequest },
-        });
-      } else {
-        const base: RedisOptions = typeof options === "string" ? {} : options;
-        const settings: RedisOptions = { ...base, connectionName, lazyConnect: true, maxRetriesPerRequest };
-        client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
-      }
-    } catch (error) {
+  return (purpose) => openIoredis(options, purpose);
+}
+
+async function openIoredis(options: RedisConnectionOptions, purpose: string): Promise<IoredisConnection> {
+  const connectionName = `exactly:${purpose}`.replace(/\s/g, "_");
+  // A command is retried on a new connection by the sink's own recovery, not queued forever.
+  const maxRetriesPerRequest = 3;
+  let client: Redis | Cluster;
+  try {
+    if (isCluster(options)) {
+      const given = options.clusterOptions ?? {};
+      client = new Cluster([...options.clusterNodes], {
+        ...given,
+        lazyConnect: true,
+        redisOptions: { ...given.redisOptions, connectionName, maxRetriesPerRequest },
+      });
+    } else {
+      const base: RedisOptions = typeof options === "string" ? {} : options;
+      const settings: RedisOptions = { ...base, connectionName, lazyConnect: true, maxRetriesPerRequest };
+      client = typeof options === "string" ? new Redis(options, settings) : new Redis(settings);
+    }
+  } catch (error) {
+    throw malformedUrl(error);
+  }
+  for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
+  // Errors reach the caller through its commands; an unhandled 'error' event would end the
+  // process. A refused login is reported only this way (the connect itself fails with
+  // "Connection is closed"), so it is kept.
+  let refused: string | undefined;
+  client.on("error", (error: unknown) => {
+    refused ??= refusedCredentials(error);
+  });
+  try {
+    await client.connect();
+    // A server that requires a password accepts a connection without one, and refuses its
+    // first command (NOAUTH): asked here, so that surfaces at open.
+    await client.ping();
+  } catch (error) {
+    client.disconnect();
+    // A Cluster parses its nodes' URLs only when it connects.
+    if (error instanceof URIError || (error as { code?: unknown })?.code === "ERR_INVALID_URL")
       throw malformedUrl(error);
-    }
-    for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
-    // Errors reach the caller through its commands; an unhandled 'error' event would end the
-    // process. A refused login is reported only this way (the connect itself fails with
-    // "Connection is closed"), so it is kept.
-    let refused: string | undefined;
-    client.on("error", (error: unknown) => {
-      refused ??= refusedCredentials(error);
-    });
-    try {
-      await client.connect();
-      // A server that requires a password accepts a connection without one, and refuses its
-      // first command (NOAUTH): asked here, so that surfaces at open.
-      await client.ping();
-    } catch (error) {
-      client.disconnect();
-      // A Cluster parses its nodes' URLs only when it connects.
-      if (error instanceof URIError || (error as { code?: unknown })?.code === "ERR_INVALID_URL")
-        throw malformedUrl(error);
-      const reply = refused ?? refusedCredentials(error);
-      if (reply !== undefined) throw credentialsError(reply);
-      throw translate(error);
-    }
-    return new IoredisConnection(client);
-  };
+    const reply = refused ?? refusedCredentials(error);
+    if (reply !== undefined) throw credentialsError(reply);
+    throw translate(error);
+  }
+  return new IoredisConnection(client);
 }

@@ -32,10 +32,6 @@ export interface RedisConnection {
   scanKeys(pattern: string): Promise<string[]>;
   /** `HMGET key field…`. */
   hashFields(key: string, fields: readonly string[]): Promise<(string | null)[]>;
-  /** `HGETALL key`, for tools that read a result back (the demo). */
-  hashAll(key: string): Promise<Record<string, string>>;
-  /** `GET` of each key, pipelined, for tools that read a result back. */
-  strings(keys: readonly string[]): Promise<(string | null)[]>;
   deleteKeys(keys: readonly string[]): Promise<void>;
   /** `CONFIG GET name`: the value, or undefined when the server refuses CONFIG (many managed services do). */
   configGet(name: string): Promise<string | undefined>;

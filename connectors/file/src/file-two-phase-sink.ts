@@ -8,10 +8,11 @@ import {
   TwoPhaseCommitSink,
   type TwoPhaseCommitSinkOptions,
 } from "@exactly/core";
+import type { FileSinkOptions } from "./options.ts";
 import { type PartDescriptor, PartLostError, type RecoverableWriter } from "./recoverable-writer.ts";
-import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
+import { RollingParts } from "./rolling-parts.ts";
 
-export interface ExactlyOnceFileSinkOptions<T> extends FileSinkOptions<T> {
+export interface FileTwoPhaseSinkOptions<T> extends FileSinkOptions<T> {
   /**
    * How long the storage keeps a pre-committed part unpublished (S3: the bucket's
    * AbortIncompleteMultipartUpload rule). The sink warns when a pending commit outlives it.
@@ -34,12 +35,12 @@ export interface FileTransaction {
  * publishes what the checkpoint pre-committed and removes in-progress files no restored
  * state references. The writer is the port to the storage (local disk, S3).
  */
-export class FileSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
+export class FileTwoPhaseSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
   override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, ordered: true };
   private readonly writer: RecoverableWriter;
   private readonly parts: RollingParts<T>;
 
-  constructor(options: ExactlyOnceFileSinkOptions<T>) {
+  constructor(options: FileTwoPhaseSinkOptions<T>) {
     super({
       ...(options.transactionTimeoutMs === undefined ? {} : { transactionTimeoutMs: options.transactionTimeoutMs }),
       ...(options.commitRetry === undefined ? {} : { commitRetry: options.commitRetry }),
@@ -121,3 +122,10 @@ async function lostIsLoud(txn: FileTransaction, publish: () => Promise<void>): P
     throw error;
   }
 }
+
+/** @deprecated Renamed {@link FileTwoPhaseSink}, after the `<System><Way>Sink` rule. */
+export const FileSink = FileTwoPhaseSink;
+/** @deprecated Renamed {@link FileTwoPhaseSink}, after the `<System><Way>Sink` rule. */
+export type FileSink<T> = FileTwoPhaseSink<T>;
+/** @deprecated Renamed {@link FileTwoPhaseSinkOptions}. */
+export type ExactlyOnceFileSinkOptions<T> = FileTwoPhaseSinkOptions<T>;

@@ -1,12 +1,16 @@
 /**
- * I7 for Redis: the guarantee holds only if a write the server acknowledged survives a crash
+ * What the Redis sinks check against the server at open, before any write (I7). The PING that
+ * turns a refused login into a `ConfigurationError` is the adapter's (`ioredis/`), and the
+ * server's `proto-max-bulk-len` is read beside the check that uses it (`bulk-limit.ts`).
+ *
+ * Durability: the guarantee holds only if a write the server acknowledged survives a crash
  * of the server. With `appendonly no` a crash loses everything since the last snapshot; with
  * `appendfsync everysec` (Redis' default once AOF is on) about the last second; either loss
  * can fall on writes of a checkpoint that has completed, which the job will never write again.
  * Only `appendonly yes` with `appendfsync always` loses nothing acknowledged.
  */
 import { ConfigurationError } from "@exactly/core";
-import type { RedisConnection } from "./connection.ts";
+import type { RedisConnection } from "./redis-connection.ts";
 
 export async function checkDurability(connection: RedisConnection, optOut: string): Promise<void> {
   const appendonly = await connection.configGet("appendonly");

@@ -1,26 +1,27 @@
 import {
   type Batch,
   DeliveryGuarantee,
+  FlushingSink,
   ownsSubtaskIndex,
-  type Sink,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/testing";
+import type { FileSinkOptions } from "./options.ts";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
-import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
+import { RollingParts } from "./rolling-parts.ts";
 
 /**
  * The at-least-once rolling file sink: records go straight to visible part files, handed to
  * the file system batch by batch and made durable at every barrier. Output appears at once;
  * records written after the last completed checkpoint are written again after a crash
- * (duplicates, never loss). There is no transaction, so this sink implements the checkpoint
- * hooks directly: a barrier closes the open parts, completion has nothing left to do.
+ * (duplicates, never loss). There is no transaction, so this sink is a {@link FlushingSink}:
+ * a barrier closes the open parts, completion has nothing left to do.
  */
-export class AtLeastOnceFileSink<T> implements Sink<T> {
+export class FileAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, ordered: true };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, ordered: true };
   private readonly writer: RecoverableWriter;
   private readonly parts: RollingParts<T>;
   private ctx: SinkContext | undefined;
@@ -28,6 +29,7 @@ export class AtLeastOnceFileSink<T> implements Sink<T> {
   private checkpointId = 1;
 
   constructor(options: FileSinkOptions<T>) {
+    super();
     this.writer = options.writer;
     this.parts = new RollingParts(options);
   }
@@ -60,16 +62,12 @@ export class AtLeastOnceFileSink<T> implements Sink<T> {
   }
 
   /** The barrier: everything written so far is made durable; nothing is left to commit. */
-  async snapshotState(checkpointId: number): Promise<Record<string, never>> {
+  protected async flush(checkpointId: number): Promise<void> {
     await this.parts.closeAll();
     reachFault("after-pre-commit");
     this.checkpointId = checkpointId + 1;
     this.parts.startNaming();
-    return {};
   }
-
-  async notifyCheckpointComplete(_checkpointId: number): Promise<void> {}
-  async notifyCheckpointAborted(_checkpointId: number): Promise<void> {}
 
   async close(): Promise<void> {
     // Visible parts keep what was written; closing the handles is all that is left.
@@ -80,3 +78,8 @@ export class AtLeastOnceFileSink<T> implements Sink<T> {
     }
   }
 }
+
+/** @deprecated Renamed {@link FileAtLeastOnceSink}, after the `<System><Way>Sink` rule. */
+export const AtLeastOnceFileSink = FileAtLeastOnceSink;
+/** @deprecated Renamed {@link FileAtLeastOnceSink}, after the `<System><Way>Sink` rule. */
+export type AtLeastOnceFileSink<T> = FileAtLeastOnceSink<T>;

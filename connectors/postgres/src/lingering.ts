@@ -1,6 +1,6 @@
 import { type LingeringWork, type LingeringWorkFinder, type StateReferences, transactionsInState } from "@exactly/core";
-import type { PostgresConnection } from "./connection.ts";
 import { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
+import type { PostgresConnection } from "./postgres-connection.ts";
 import { parseGid, rollbackPrepared } from "./prepared-transactions.ts";
 import { validateSinkName } from "./sql.ts";
 

@@ -5,10 +5,10 @@ import {
   type StateReferences,
   transactionsInState,
 } from "@exactly/core";
-import type { Kafka } from "kafkajs";
 import { fence } from "./fencing.ts";
-import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";
-import { createCluster, type InternalCluster } from "./kafkajs/cluster.ts";
+import type { KafkaConnection } from "./kafka-connection.ts";
+import type { InternalCluster } from "./kafkajs/cluster.ts";
+import { connectKafka, type KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
 import { describeTransaction, listTransactions } from "./kafkajs/transactions.ts";
 import { parseTransactionalId } from "./transaction-ids.ts";
 
@@ -28,7 +28,7 @@ export interface KafkaLingeringOptions extends KafkaConnectionOptions {
 export class KafkaLingeringTransactions implements LingeringWorkFinder {
   readonly description: string;
   private readonly prefix: string;
-  private readonly kafka: Kafka;
+  private readonly connection: KafkaConnection;
   private cluster: InternalCluster | undefined;
 
   constructor(options: KafkaLingeringOptions) {
@@ -36,14 +36,14 @@ export class KafkaLingeringTransactions implements LingeringWorkFinder {
     if (!prefix)
       throw new ConfigurationError("transactionalIdPrefix", "is required: the sink's transactional-id prefix");
     this.prefix = prefix;
-    this.kafka = resolveClient(options);
+    this.connection = connectKafka(options);
     this.description = `Kafka transactions with transactional-id prefix ${prefix}`;
   }
 
   private async connected(): Promise<InternalCluster> {
     if (!this.cluster) {
       // Kept before it connects: a connect that fails half way may hold a socket for close().
-      const cluster = createCluster(this.kafka);
+      const cluster = this.connection.cluster();
       this.cluster = cluster;
       await cluster.connect();
     }
