@@ -6,7 +6,7 @@ import { addDemoCommands } from "./demo/demo-cli.ts";
 import { integer, logFormat, port, seconds } from "./flag-parsers.ts";
 import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
-import { kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
+import { fileFinder, kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runJobCommand } from "./run/run-command.ts";
 
 /** The options every `exactly lingering` subcommand takes. */
@@ -99,7 +99,7 @@ export function buildProgram(): Command {
   const lingering = program
     .command("lingering")
     .description(
-      "list the work a sink left open (transactions, prepared transactions, multipart uploads) that no checkpoint will commit; --abort ends it",
+      "list the work a sink left open (transactions, prepared transactions, multipart uploads, in-progress files) that no checkpoint will commit; --abort ends it",
     );
   // Exit codes: 0 nothing left open, 1 some work left open, 2 bad usage or configuration.
   lingeringCommand(lingering, "kafka", "open Kafka transactions of a transactional-id prefix")
@@ -120,6 +120,13 @@ export function buildProgram(): Command {
     .option("--s3-endpoint <url>", "the S3-compatible server (default: $EXACTLY_S3_ENDPOINT, else AWS)")
     .action(async (opts) => {
       process.exitCode = await runLingeringCommand(await s3Finder(opts), lingeringRun(opts));
+    });
+  lingeringCommand(lingering, "file", "in-progress part files of an exactly-once local file sink")
+    .requiredOption("--directory <dir>", "the sink's directory")
+    .option("--sink <name>", "the sink's name in the job (its parts are part-<name>-*)")
+    .option("--part-prefix <prefix>", "the sink's partPrefix, when it set one")
+    .action(async (opts) => {
+      process.exitCode = await runLingeringCommand(await fileFinder(opts), lingeringRun(opts));
     });
   program
     .command("conformance")

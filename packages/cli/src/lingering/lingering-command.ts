@@ -1,7 +1,8 @@
 /**
- * `exactly lingering kafka|postgres|s3`: the work a sink left open in its external system
- * (Kafka transactions, prepared Postgres transactions, S3 multipart uploads) that no
- * checkpoint will commit, with its age; `--abort` ends it. For a job that is not running, or
+ * `exactly lingering kafka|postgres|s3|file`: the work a sink left open in its external
+ * system (Kafka transactions, prepared Postgres transactions, S3 multipart uploads,
+ * in-progress local part files) that no checkpoint will commit, with its age; `--abort`
+ * ends it. For a job that is not running, or
  * that was killed and will not be restarted: a running job's open transaction is in no
  * complete checkpoint yet, and aborting it fails the job (it restarts and replays, losing
  * nothing, but that is an outage). docs/operating.md has the procedure.

@@ -3,6 +3,7 @@
  * optional peer of the CLI, loaded only by the subcommand that needs it.
  */
 import { ConfigurationError, type LingeringWorkFinder } from "@exactly/core";
+import type * as FileConnector from "@exactly/file";
 import type * as KafkaConnector from "@exactly/kafka";
 import type * as PostgresConnector from "@exactly/postgres";
 import { loadConnector } from "../load-connector.ts";
@@ -39,5 +40,22 @@ export async function s3Finder(flags: {
     bucket,
     prefix: flags.prefix ?? "",
     connection: s3ConnectionFromEnv(flags.s3Endpoint),
+  });
+}
+
+export async function fileFinder(flags: {
+  directory?: string;
+  sink?: string;
+  partPrefix?: string;
+}): Promise<LingeringWorkFinder> {
+  const directory = required("--directory", flags.directory, "the sink's directory");
+  if (!flags.sink && flags.partPrefix === undefined) {
+    throw new ConfigurationError("--sink", "is required: the sink's name in the job (or its --part-prefix)");
+  }
+  const file = await loadConnector<typeof FileConnector>("@exactly/file", "exactly lingering file");
+  return new file.LocalLingeringParts({
+    directory,
+    ...(flags.sink ? { sinkName: flags.sink } : {}),
+    ...(flags.partPrefix !== undefined ? { partPrefix: flags.partPrefix } : {}),
   });
 }

@@ -128,7 +128,7 @@ interface RedisDemoCheck extends OutputCheck {
 /** Reads the counts and latest values back and compares each key with what the generator produced. */
 async function verifyDemoRedis(target: RedisDemoSettings, records: number, keys: number): Promise<RedisDemoCheck> {
   const redis = await loadRedisConnector();
-  const connection = await redis.connectRedis(target.url, "demo");
+  const connection = await redis.connectRedisReader(target.url, "demo");
   try {
     const counts = await connection.hashAll(`${target.keyPrefix}:counts`);
     const latest = await connection.strings(Array.from({ length: keys }, (_, k) => `${target.keyPrefix}:latest:${k}`));
