@@ -26,9 +26,11 @@ export {
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
+export { classifyFailure, errorChain, type FailureKind, isTransientByDefault } from "./failures.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
+export type { Key } from "./operators/key-groups.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
@@ -39,7 +41,7 @@ export {
   smallInteger,
   structuredExchangeCodec,
 } from "./runtime/exchange/exchange-codec.ts";
-export type { Execution } from "./runtime/execution-options.ts";
+export type { Execution } from "./runtime/execution.ts";
 export { IoTurns } from "./runtime/io-turns.ts";
 export type { WatermarkStrategy } from "./runtime/job-graph.ts";
 export {
@@ -51,7 +53,6 @@ export {
   originOf,
 } from "./runtime/job-module.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
-export type { Key } from "./runtime/key-groups.ts";
 export {
   type ClaimHolder,
   type ClaimResult,
@@ -59,14 +60,12 @@ export {
   releaseInProcess,
 } from "./runtime/process-claims.ts";
 export {
-  classifyFailure,
   DEFAULT_MAX_RESTART_DELAY_MS,
-  errorChain,
-  type FailureKind,
   RestartBackoff,
   type RestartDecision,
   type RestartStrategy,
 } from "./runtime/restart-strategy.ts";
+export { ownsSubtaskIndex } from "./runtime/restore-assignment.ts";
 export {
   type CheckpointOptions,
   DataStream,
@@ -77,14 +76,14 @@ export {
   WindowedStream,
 } from "./runtime/stream-job.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
+export type { LingeringContext } from "./sinks/lingering-context.ts";
 export {
   type LingeringWork,
   type LingeringWorkFinder,
   type StateReferences,
   transactionsInState,
-} from "./sinks/lingering-work.ts";
-export { type LingeringContext, ownsSubtaskIndex } from "./sinks/restored-work.ts";
-export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
+} from "./sinks/lingering-work-finder.ts";
+export { type RetryOptions, withRetry } from "./sinks/retry.ts";
 export {
   type PendingWork,
   type Sink,

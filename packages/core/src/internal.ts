@@ -13,7 +13,7 @@ export {
   METADATA,
   readMetadata,
 } from "./checkpoint/checkpoint-folders.ts";
-export { hashKey, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export { hashKey, keyGroupOf, keyGroupRange } from "./operators/key-groups.ts";
 export {
   fsyncDirectory,
   isAlreadyExists,

@@ -2,10 +2,10 @@
 // keeps its own position and timestamp, in the order the batch had them.
 import { describe, expect, it } from "vitest";
 import { noMetrics } from "../src/metrics.ts";
+import { keyGroupOf, subtaskForKeyGroup } from "../src/operators/key-groups.ts";
 import type { Batch, StreamElement } from "../src/records.ts";
 import type { OutputChannel } from "../src/runtime/channel.ts";
 import type { Edge } from "../src/runtime/job-graph.ts";
-import { keyGroupOf, subtaskForKeyGroup } from "../src/runtime/key-groups.ts";
 import { TaskOutput } from "../src/runtime/output.ts";
 
 class Recorder implements OutputChannel {

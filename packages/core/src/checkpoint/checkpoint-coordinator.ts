@@ -1,8 +1,8 @@
 import { describe } from "../errors.ts";
+import { classifyFailure } from "../failures.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
 import type { JobMetrics } from "../metrics.ts";
-import { classifyFailure } from "../runtime/restart-strategy.ts";
 import type { CheckpointMetadata, CheckpointStorage, StoredTaskState } from "./checkpoint-storage.ts";
 
 /**

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { ConfigurationError } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
 import { type JobMetrics, noMetrics } from "../metrics.ts";
-import { rememberOrigin } from "./job-module-origin.ts";
+import { rememberOrigin } from "./job-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 
 /** What the runtime hands a job module: the job passes both into its `StreamJobOptions`. */
@@ -30,7 +30,7 @@ export interface JobRuntime {
  */
 export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
 
-export { type JobOrigin, originOf } from "./job-module-origin.ts";
+export { type JobOrigin, originOf } from "./job-origin.ts";
 
 export interface LoadJobOptions {
   /** The export holding the {@link JobModule}. Default `default`. */

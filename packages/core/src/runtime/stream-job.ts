@@ -5,6 +5,7 @@ import { FileSystemCheckpointStorage } from "../checkpoint/filesystem-checkpoint
 import { ConfigurationError, RecordProcessingError, requirePositiveInteger } from "../errors.ts";
 import { consoleLogger, type Logger } from "../logger.ts";
 import { type JobMetrics, noMetrics } from "../metrics.ts";
+import { type Key, MAX_KEY_GROUPS } from "../operators/key-groups.ts";
 import { type KeyedProcessFunction, KeyedProcessOperator } from "../operators/keyed-process.ts";
 import type { KeyedOperator } from "../operators/operator.ts";
 import {
@@ -17,12 +18,11 @@ import type { Batch, RecordPosition } from "../records.ts";
 import type { SinkFactory } from "../sinks/sink.ts";
 import type { Source } from "../sources/source.ts";
 import type { ExchangeCodec } from "./exchange/exchange-codec.ts";
-import { JobExecution } from "./execution.ts";
-import type { ExecutionOptions } from "./execution-options.ts";
+import type { ExecutionOptions } from "./execution.ts";
 import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
-import { type JobOrigin, originOf } from "./job-module-origin.ts";
+import { type JobOrigin, originOf } from "./job-origin.ts";
 import { type ExecutionPlan, type JobClient, type JobEvents, type JobResult, startJob } from "./job-runner.ts";
-import { type Key, MAX_KEY_GROUPS } from "./key-groups.ts";
+import { LocalExecution } from "./local-execution.ts";
 import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "./restart-strategy.ts";
 import { jobShape, workerCount } from "./threads/placement.ts";
 import { ThreadedExecution } from "./threads/threaded-execution.ts";
@@ -269,7 +269,7 @@ export class StreamJob {
                 workers,
                 shape: jobShape(graph, this.options.checkpoint.storage),
               })
-          : (options, restored) => new JobExecution(graph, options, restored),
+          : (options, restored) => new LocalExecution(graph, options, restored),
     };
     return startJob(plan, base, restart, events, base.logger, storage);
   }

@@ -10,13 +10,12 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import type { CheckpointCoordinator, CoordinatorTargets } from "../../checkpoint/checkpoint-coordinator.ts";
 import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
 import { CancelledError } from "../../errors.ts";
+import type { FailureKind } from "../../failures.ts";
 import { noMetrics } from "../../metrics.ts";
-import { createCoordinator } from "../execution.ts";
-import { type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "../execution-options.ts";
+import { createCoordinator, type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "../execution.ts";
 import type { JobGraph } from "../job-graph.ts";
-import type { JobOrigin } from "../job-module.ts";
+import type { JobOrigin } from "../job-origin.ts";
 import { claimLocally, releaseLocally } from "../process-claims.ts";
-import type { FailureKind } from "../restart-strategy.ts";
 import { crossingChannels, workersWithSources } from "./placement.ts";
 import {
   type FromWorker,
