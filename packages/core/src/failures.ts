@@ -1,5 +1,5 @@
 /**
- * How a failure is classified, for the restart strategy (runtime/restart-strategy.ts), the
+ * How a failure is classified, for the restart strategy (runtime/runner/restart-strategy.ts), the
  * coordinator (a failed checkpoint) and metrics (restarts by kind):
  *
  * - **transient**: a connection refused or reset, a timeout, a server that is restarting;

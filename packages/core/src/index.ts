@@ -35,15 +35,8 @@ export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./op
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
-export {
-  type ExchangeCodec,
-  jsonExchangeCodec,
-  smallInteger,
-  structuredExchangeCodec,
-} from "./runtime/exchange/exchange-codec.ts";
-export type { Execution } from "./runtime/execution.ts";
-export { IoTurns } from "./runtime/io-turns.ts";
-export type { WatermarkStrategy } from "./runtime/job-graph.ts";
+export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
+export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
 export {
   type JobModule,
   type JobOrigin,
@@ -51,30 +44,30 @@ export {
   type LoadJobOptions,
   loadJob,
   originOf,
-} from "./runtime/job-module.ts";
-export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
+} from "./runtime/api/job-module.ts";
+export { type CheckpointOptions, StreamJob, type StreamJobOptions } from "./runtime/api/stream-job.ts";
+export {
+  type ExchangeCodec,
+  jsonExchangeCodec,
+  smallInteger,
+  structuredExchangeCodec,
+} from "./runtime/engine/exchange/exchange-codec.ts";
+export type { Execution } from "./runtime/engine/execution.ts";
+export { IoTurns } from "./runtime/engine/io-turns.ts";
 export {
   type ClaimHolder,
   type ClaimResult,
   claimInProcess,
   releaseInProcess,
-} from "./runtime/process-claims.ts";
+} from "./runtime/engine/process-claims.ts";
+export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
+export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export {
   DEFAULT_MAX_RESTART_DELAY_MS,
   RestartBackoff,
   type RestartDecision,
   type RestartStrategy,
-} from "./runtime/restart-strategy.ts";
-export { ownsSubtaskIndex } from "./runtime/restore-assignment.ts";
-export {
-  type CheckpointOptions,
-  DataStream,
-  KeyedStream,
-  type StageOptions,
-  StreamJob,
-  type StreamJobOptions,
-  WindowedStream,
-} from "./runtime/stream-job.ts";
+} from "./runtime/runner/restart-strategy.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export type { LingeringContext } from "./sinks/lingering-context.ts";
 export {

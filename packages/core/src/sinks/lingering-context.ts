@@ -1,4 +1,4 @@
-import { ownsSubtaskIndex } from "../runtime/restore-assignment.ts";
+import { ownsSubtaskIndex } from "../runtime/engine/restore-assignment.ts";
 import type { SinkContext } from "./sink.ts";
 
 /**

@@ -6,9 +6,9 @@
  * worker import it again.
  */
 import { pathToFileURL } from "node:url";
-import { ConfigurationError } from "../errors.ts";
-import { consoleLogger, type Logger } from "../logger.ts";
-import { type JobMetrics, noMetrics } from "../metrics.ts";
+import { ConfigurationError } from "../../errors.ts";
+import { consoleLogger, type Logger } from "../../logger.ts";
+import { type JobMetrics, noMetrics } from "../../metrics.ts";
 import { rememberOrigin } from "./job-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 

@@ -1,8 +1,8 @@
-import type { CheckpointCoordinator, CoordinatorTargets } from "../checkpoint/checkpoint-coordinator.ts";
-import type { RestoredCheckpoint, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
-import { CancelledError } from "../errors.ts";
+import type { CheckpointCoordinator, CoordinatorTargets } from "../../checkpoint/checkpoint-coordinator.ts";
+import type { RestoredCheckpoint, StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
+import { CancelledError } from "../../errors.ts";
+import type { JobGraph } from "../api/job-graph.ts";
 import { createCoordinator, type Execution, type ExecutionOptions, settle } from "./execution.ts";
-import type { JobGraph } from "./job-graph.ts";
 import { TaskGroup, wholeJob } from "./task-group.ts";
 import type { CheckpointAcknowledger } from "./tasks.ts";
 

@@ -3,11 +3,11 @@
  * The main thread decides (checkpoints, completion, the end); workers do and report.
  */
 import type { MessagePort } from "node:worker_threads";
-import type { RestoredCheckpoint, StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
-import { ConfigurationError, ExactlyError } from "../../errors.ts";
-import type { FailureKind } from "../../failures.ts";
-import type { CheckpointResult, TaskLabels } from "../../metrics.ts";
-import type { JobOrigin } from "../job-origin.ts";
+import type { RestoredCheckpoint, StoredTaskState } from "../../../checkpoint/checkpoint-storage.ts";
+import { ConfigurationError, ExactlyError } from "../../../errors.ts";
+import type { FailureKind } from "../../../failures.ts";
+import type { CheckpointResult, TaskLabels } from "../../../metrics.ts";
+import type { JobOrigin } from "../../api/job-origin.ts";
 import type { ClaimHolder, ClaimResult } from "../process-claims.ts";
 
 /** A worker's start: which job, which share of it, and its ends of the thread channels. */

@@ -3,13 +3,13 @@ import {
   CheckpointCoordinator,
   type CheckpointListener,
   type CoordinatorTargets,
-} from "../checkpoint/checkpoint-coordinator.ts";
-import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
-import type { CheckpointingMode } from "../checkpoint/checkpointing-mode.ts";
-import type { FailureKind } from "../failures.ts";
-import type { Logger } from "../logger.ts";
-import type { JobMetrics } from "../metrics.ts";
-import type { JobGraph } from "./job-graph.ts";
+} from "../../checkpoint/checkpoint-coordinator.ts";
+import type { CheckpointStorage, RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
+import type { CheckpointingMode } from "../../checkpoint/checkpointing-mode.ts";
+import type { FailureKind } from "../../failures.ts";
+import type { Logger } from "../../logger.ts";
+import type { JobMetrics } from "../../metrics.ts";
+import type { JobGraph } from "../api/job-graph.ts";
 import { allTaskKeys } from "./restore-assignment.ts";
 
 export interface ExecutionListener extends CheckpointListener {
@@ -34,7 +34,7 @@ export interface ExecutionOptions {
 
 /**
  * One attempt of a job, from restore to finish or failure, on one event loop
- * (runtime/local-execution.ts) or on worker threads (runtime/threads/threaded-execution.ts). A
+ * (local-execution.ts) or on worker threads (threads/threaded-execution.ts). A
  * failure anywhere cancels every task and rejects `run()`; the runner then starts a new
  * attempt from the latest complete checkpoint.
  */

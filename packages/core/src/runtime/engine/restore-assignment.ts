@@ -8,10 +8,10 @@
  * - lingering work: each old subtask index is cleaned up by exactly one new subtask.
  */
 
-import type { RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
-import { keyGroupRange } from "../operators/key-groups.ts";
-import type { KeyedStateSnapshot } from "../operators/keyed-state.ts";
-import type { JobGraph, StageNode } from "./job-graph.ts";
+import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
+import { keyGroupRange } from "../../operators/key-groups.ts";
+import type { KeyedStateSnapshot } from "../../operators/keyed-state.ts";
+import type { JobGraph, StageNode } from "../api/job-graph.ts";
 
 /** The key a subtask's state is stored and acknowledged under. */
 export function taskKey(stage: StageNode, subtask: number): string {

@@ -1,12 +1,12 @@
-import type { RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
-import { ConfigurationError } from "../errors.ts";
-import { DeliveryGuarantee } from "../guarantee.ts";
-import { Collector } from "../operators/operator.ts";
-import type { StreamElement } from "../records.ts";
-import type { SinkContext } from "../sinks/sink.ts";
+import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
+import { ConfigurationError } from "../../errors.ts";
+import { DeliveryGuarantee } from "../../guarantee.ts";
+import { Collector } from "../../operators/operator.ts";
+import type { StreamElement } from "../../records.ts";
+import type { SinkContext } from "../../sinks/sink.ts";
+import type { Edge, JobGraph, StageNode } from "../api/job-graph.ts";
 import { Channel, InputGate, type OutputChannel } from "./channel.ts";
 import type { ExecutionOptions } from "./execution.ts";
-import type { Edge, JobGraph, StageNode } from "./job-graph.ts";
 import { TaskOutput } from "./output.ts";
 import { keyedStateFor, restoredStatesOf, sinkStatesFor, sourcePositionsFor, taskKey } from "./restore-assignment.ts";
 import { type CheckpointAcknowledger, OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
@@ -16,7 +16,7 @@ type Element = StreamElement<unknown>;
 /**
  * Which subtasks a group runs, and how it reaches the ones it does not. The single loop runs
  * every subtask; a worker thread runs its share and reaches the others through thread
- * channels (runtime/threads/).
+ * channels (threads/).
  */
 export interface TaskShare {
   runs(stage: StageNode, subtask: number): boolean;

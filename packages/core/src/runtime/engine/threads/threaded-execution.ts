@@ -7,14 +7,14 @@
  * Any worker's failure fails the attempt: every worker is cancelled, then terminated.
  */
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
-import type { CheckpointCoordinator, CoordinatorTargets } from "../../checkpoint/checkpoint-coordinator.ts";
-import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
-import { CancelledError } from "../../errors.ts";
-import type { FailureKind } from "../../failures.ts";
-import { noMetrics } from "../../metrics.ts";
+import type { CheckpointCoordinator, CoordinatorTargets } from "../../../checkpoint/checkpoint-coordinator.ts";
+import type { RestoredCheckpoint } from "../../../checkpoint/checkpoint-storage.ts";
+import { CancelledError } from "../../../errors.ts";
+import type { FailureKind } from "../../../failures.ts";
+import { noMetrics } from "../../../metrics.ts";
+import type { JobGraph } from "../../api/job-graph.ts";
+import type { JobOrigin } from "../../api/job-origin.ts";
 import { createCoordinator, type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "../execution.ts";
-import type { JobGraph } from "../job-graph.ts";
-import type { JobOrigin } from "../job-origin.ts";
 import { claimLocally, releaseLocally } from "../process-claims.ts";
 import { crossingChannels, workersWithSources } from "./placement.ts";
 import {

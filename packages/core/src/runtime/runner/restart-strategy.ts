@@ -12,7 +12,7 @@
  * - any other failure is restarted at most `maxRestartsWithoutProgress` times in a row; an
  *   attempt that completed a checkpoint made progress and starts the count again.
  */
-import type { FailureKind } from "../failures.ts";
+import type { FailureKind } from "../../failures.ts";
 
 export const DEFAULT_MAX_RESTART_DELAY_MS = 10_000;
 
