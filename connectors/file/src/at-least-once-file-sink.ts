@@ -7,7 +7,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/testing";
+import { reachFault } from "@exactly/core/faults";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
 import { type FileSinkOptions, RollingParts } from "./rolling-parts.ts";
 

@@ -13,7 +13,7 @@ import {
   TwoPhaseCommitSink,
   type TwoPhaseCommitState,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/testing";
+import { reachFault } from "@exactly/core/faults";
 import type { Kafka } from "kafkajs";
 import { fence } from "./fencing.ts";
 import {

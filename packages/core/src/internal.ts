@@ -14,6 +14,7 @@ export {
   readMetadata,
 } from "./checkpoint/checkpoint-folders.ts";
 export { hashKey, keyGroupOf, keyGroupRange } from "./operators/key-groups.ts";
+export { siblingScript } from "./util/child-script.ts";
 export {
   fsyncDirectory,
   isAlreadyExists,
@@ -22,3 +23,4 @@ export {
   writeFileAtomic,
   writeFileDurable,
 } from "./util/durable-fs.ts";
+export { seededRandom } from "./util/seeded-random.ts";

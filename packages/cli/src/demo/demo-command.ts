@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
-import { siblingScript } from "@exactly/core/testing";
+import { siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
 import { CHECKPOINT_DIR, type DemoJobConfig, parseCheckpointing, parseGuarantee } from "./demo-job.ts";
 import { type DemoIdentity, prepareOut, previousDemo } from "./demo-out.ts";

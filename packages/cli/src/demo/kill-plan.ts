@@ -1,4 +1,4 @@
-import { seededRandom } from "@exactly/core/testing";
+import { seededRandom } from "@exactly/core/internal";
 
 /**
  * Where the kills land: K points of read progress, spread at random over 5 %–95 % of the
