@@ -1,10 +1,5 @@
-import {
-  ConfigurationError,
-  type LingeringWork,
-  type LingeringWorkFinder,
-  type StateReferences,
-  transactionsInState,
-} from "@exactly/core";
+import { ConfigurationError, type LingeringWork, type LingeringWorkFinder, type StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import type { Kafka } from "kafkajs";
 import { fence } from "./fencing.ts";
 import { type KafkaConnectionOptions, resolveClient } from "./kafka-config.ts";

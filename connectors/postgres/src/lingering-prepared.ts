@@ -1,4 +1,5 @@
-import { type LingeringWork, type LingeringWorkFinder, type StateReferences, transactionsInState } from "@exactly/core";
+import type { LingeringWork, LingeringWorkFinder, StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import type { PostgresConnection } from "./connection.ts";
 import { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
 import { parseGid, rollbackPrepared } from "./prepared-transactions.ts";

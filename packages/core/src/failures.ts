@@ -8,7 +8,7 @@
  *   transaction, a checkpoint location another process owns; a restart would repeat it;
  * - **other**: anything else, restarted a bounded number of times without progress.
  */
-import { ExactlyError, TransientError } from "./errors.ts";
+import { type ErrorCode, ExactlyError, TransientError } from "./errors.ts";
 
 export type FailureKind = "transient" | "permanent" | "other";
 
@@ -22,9 +22,13 @@ export function isTransientByDefault(error: unknown): boolean {
 }
 
 /** Error codes whose failure no restart can get past, whatever caused them. */
-const ALWAYS_PERMANENT = new Set(["CONFIGURATION", "TRANSACTION_LOST", "CHECKPOINT_OWNERSHIP"]);
+const ALWAYS_PERMANENT: ReadonlySet<string> = new Set<ErrorCode>([
+  "CONFIGURATION",
+  "TRANSACTION_LOST",
+  "CHECKPOINT_OWNERSHIP",
+]);
 /** Codes of failures that repeat on a restart unless their cause is transient (a record written while the server was down). */
-const PERMANENT_UNLESS_CAUSE_PASSES = new Set(["RECORD_WRITE", "RECORD_PROCESSING"]);
+const PERMANENT_UNLESS_CAUSE_PASSES: ReadonlySet<string> = new Set<ErrorCode>(["RECORD_WRITE", "RECORD_PROCESSING"]);
 
 /** The error, its causes, and the errors an aggregate holds, outermost first. */
 export function errorChain(error: unknown): unknown[] {

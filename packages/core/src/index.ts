@@ -13,10 +13,27 @@ export {
   type FileSystemCheckpointStorageOptions,
 } from "./checkpoint/filesystem-checkpoint-storage.ts";
 export {
+  type ClaimHolder,
+  type ClaimResult,
+  claimInProcess,
+  classifyFailure,
+  DEFAULT_MAX_RESTART_DELAY_MS,
+  errorChain,
+  IoTurns,
+  type JobOrigin,
+  originOf,
+  RestartBackoff,
+  type RestartDecision,
+  releaseInProcess,
+  transactionsInState,
+} from "./deprecated-root-names.ts";
+export {
   CancelledError,
   CheckpointStorageError,
   CommitFailedError,
   ConfigurationError,
+  type CustomErrorCode,
+  type ErrorCode,
   ExactlyError,
   JobFailedError,
   RecordProcessingError,
@@ -26,7 +43,10 @@ export {
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
-export { classifyFailure, errorChain, type FailureKind, isTransientByDefault } from "./failures.ts";
+export {
+  type FailureKind,
+  isTransientByDefault,
+} from "./failures.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
@@ -37,14 +57,7 @@ export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } f
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
 export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
 export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
-export {
-  type JobModule,
-  type JobOrigin,
-  type JobRuntime,
-  type LoadJobOptions,
-  loadJob,
-  originOf,
-} from "./runtime/api/job-module.ts";
+export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
 export { type CheckpointOptions, StreamJob, type StreamJobOptions } from "./runtime/api/stream-job.ts";
 export {
   type ExchangeCodec,
@@ -53,28 +66,15 @@ export {
   structuredExchangeCodec,
 } from "./runtime/engine/exchange/exchange-codec.ts";
 export type { Execution } from "./runtime/engine/execution.ts";
-export { IoTurns } from "./runtime/engine/io-turns.ts";
-export {
-  type ClaimHolder,
-  type ClaimResult,
-  claimInProcess,
-  releaseInProcess,
-} from "./runtime/engine/process-claims.ts";
 export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
-export {
-  DEFAULT_MAX_RESTART_DELAY_MS,
-  RestartBackoff,
-  type RestartDecision,
-  type RestartStrategy,
-} from "./runtime/runner/restart-strategy.ts";
+export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export type { LingeringContext } from "./sinks/lingering-context.ts";
-export {
-  type LingeringWork,
-  type LingeringWorkFinder,
-  type StateReferences,
-  transactionsInState,
+export type {
+  LingeringWork,
+  LingeringWorkFinder,
+  StateReferences,
 } from "./sinks/lingering-work-finder.ts";
 export { type RetryOptions, withRetry } from "./sinks/retry.ts";
 export {

@@ -80,7 +80,7 @@ export interface WireError {
   readonly name: string;
   readonly message: string;
   readonly stack: string | undefined;
-  readonly code: string | undefined;
+  readonly code: ExactlyError["code"] | undefined;
   readonly setting: string | undefined;
   readonly kind: FailureKind;
 }
