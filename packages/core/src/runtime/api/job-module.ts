@@ -30,8 +30,6 @@ export interface JobRuntime {
  */
 export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
 
-export { type JobOrigin, originOf } from "./job-origin.ts";
-
 export interface LoadJobOptions {
   /** The export holding the {@link JobModule}. Default `default`. */
   readonly export?: string;
