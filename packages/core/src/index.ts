@@ -12,6 +12,7 @@ export {
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,
 } from "./checkpoint/filesystem-checkpoint-storage.ts";
+// Connector plumbing that @exactly/core/internal holds, still exported here, deprecated.
 export {
   type ClaimHolder,
   type ClaimResult,
