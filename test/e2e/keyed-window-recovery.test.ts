@@ -67,7 +67,7 @@ describe("keyed state and windows across crashes and rescaling", () => {
     for (const env of runs) {
       const result = await runFixture(script, { JOB_OUT: out, JOB_WORKERS: workers, ...env });
       expect(result.signal, result.stderr).toBe("SIGKILL");
-      expect(result.stderr).toContain(workers === "2" ? "running as ThreadedExecution" : "running as JobExecution");
+      expect(result.stderr).toContain(workers === "2" ? "running as ThreadedExecution" : "running as LocalExecution");
     }
     const last = await runFixture(script, { JOB_OUT: out, JOB_WORKERS: workers, JOB_PARALLELISM: "1" });
     expect(last.code, last.stderr).toBe(0);

@@ -7,7 +7,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/testing";
+import { reachFault } from "@exactly/core/faults";
 import type { FileSinkOptions } from "./options.ts";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
 import { RollingParts } from "./rolling-parts.ts";

@@ -6,7 +6,7 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/testing";
+import { reachFault } from "@exactly/core/faults";
 import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
 import type { InternalCluster } from "./kafkajs/cluster.ts";

@@ -13,7 +13,7 @@ import {
   TwoPhaseCommitSink,
   type TwoPhaseCommitState,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/testing";
+import { reachFault } from "@exactly/core/faults";
 import { fence } from "./fencing.ts";
 import type { KafkaConnection } from "./kafka-connection.ts";
 import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";

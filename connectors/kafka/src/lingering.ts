@@ -1,10 +1,5 @@
-import {
-  ConfigurationError,
-  type LingeringWork,
-  type LingeringWorkFinder,
-  type StateReferences,
-  transactionsInState,
-} from "@exactly/core";
+import { ConfigurationError, type LingeringWork, type LingeringWorkFinder, type StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import { fence } from "./fencing.ts";
 import type { KafkaConnection } from "./kafka-connection.ts";
 import type { InternalCluster } from "./kafkajs/cluster.ts";

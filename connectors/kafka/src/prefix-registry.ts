@@ -4,7 +4,8 @@
  * second sink claiming a prefix another sink holds is refused; the subtasks of one sink share
  * theirs. The claims are core's process-wide ones, so the check holds across worker threads.
  */
-import { ConfigurationError, claimInProcess, releaseInProcess } from "@exactly/core";
+import { ConfigurationError } from "@exactly/core";
+import { claimInProcess, releaseInProcess } from "@exactly/core/internal";
 
 const NAMESPACE = "@exactly/kafka:transactionalIdPrefix";
 

@@ -1,4 +1,5 @@
-import { type LingeringWork, type LingeringWorkFinder, type StateReferences, transactionsInState } from "@exactly/core";
+import type { LingeringWork, LingeringWorkFinder, StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { parseGid, rollbackPrepared } from "./prepared-transactions.ts";

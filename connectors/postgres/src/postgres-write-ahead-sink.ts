@@ -2,13 +2,13 @@ import {
   type Batch,
   type CheckpointCommitter,
   GenericWriteAheadSink,
-  IoTurns,
   type LoggedRecords,
   ownsSubtaskIndex,
   RecordWriteError,
   type SinkCapabilities,
   type SinkContext,
 } from "@exactly/core";
+import { IoTurns } from "@exactly/core/internal";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";

@@ -1,5 +1,6 @@
 import { DeliveryGuarantee } from "@exactly/core";
-import { FAULT_POINTS, type FaultPoint, seededRandom } from "@exactly/core/testing";
+import { FAULT_POINTS, type FaultPoint } from "@exactly/core/faults";
+import { seededRandom } from "@exactly/core/internal";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ScenarioName, SinkLifecycle } from "./definition.ts";
 import type { ChildConfig, FaultPlan, Hook, KillPlan, OpenOrder } from "./harness/child-protocol.ts";

@@ -2,17 +2,59 @@ import type { RecordPosition } from "./records.ts";
 import { formatPosition } from "./records.ts";
 
 /**
+ * Every `code` an {@link ExactlyError} of core or of a built-in connector carries: callers
+ * branch on these (and the restart strategy classifies by them), never on message text. A
+ * new error class of this repository adds its code here; a custom sink's own error may carry
+ * a code of its own.
+ */
+export type ErrorCode =
+  // core (errors.ts)
+  | "CONFIGURATION"
+  | "RECORD_WRITE"
+  | "RECORD_PROCESSING"
+  | "TRANSACTION_LOST"
+  | "COMMIT_FAILED"
+  | "TRANSIENT"
+  | "JOB_FAILED"
+  | "CHECKPOINT_STORAGE"
+  | "SINK_NOT_OPEN"
+  | "CANCELLED"
+  // core: a worker thread's failure whose own error carried no code
+  | "WORKER_FAILED"
+  // a checkpoint location another process writes to (@exactly/file/s3's checkpoint storage)
+  | "CHECKPOINT_OWNERSHIP"
+  // @exactly/conformance: a sink definition that contradicts itself
+  | "CONFORMANCE_DEFINITION"
+  // @exactly/file
+  | "PART_LOST"
+  | "PART_EXISTS"
+  | "PLANTED_FILE"
+  | "INVALID_LINE"
+  | "UNSAFE_BUCKET_PATH"
+  // @exactly/kafka
+  | "OFFSET_OUT_OF_RANGE"
+  | "KAFKAJS_INTERNALS"
+  // @exactly/postgres
+  | "ROW_REJECTED";
+
+/**
+ * A code outside {@link ErrorCode}, which a custom sink's error may carry. (`string & {}` keeps
+ * the built-in codes offered as completions where a code is written.)
+ */
+export type CustomErrorCode = string & {};
+
+/**
  * Base class of every error the runtime raises on purpose. Callers branch on
  * `code` (or `instanceof`), never on message text.
  */
 export class ExactlyError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode | CustomErrorCode;
   /**
    * Whether no restart can get past this failure (the data it needs is gone, a setting is
    * wrong): the restart strategy fails the job at once. A connector's error sets it.
    */
   readonly permanent: boolean = false;
-  constructor(code: string, message: string, options?: ErrorOptions) {
+  constructor(code: ErrorCode | CustomErrorCode, message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;
     this.code = code;

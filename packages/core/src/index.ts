@@ -12,11 +12,29 @@ export {
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,
 } from "./checkpoint/filesystem-checkpoint-storage.ts";
+// Connector plumbing that @exactly/core/internal holds, still exported here, deprecated.
+export {
+  type ClaimHolder,
+  type ClaimResult,
+  claimInProcess,
+  classifyFailure,
+  DEFAULT_MAX_RESTART_DELAY_MS,
+  errorChain,
+  IoTurns,
+  type JobOrigin,
+  originOf,
+  RestartBackoff,
+  type RestartDecision,
+  releaseInProcess,
+  transactionsInState,
+} from "./deprecated-root-names.ts";
 export {
   CancelledError,
   CheckpointStorageError,
   CommitFailedError,
   ConfigurationError,
+  type CustomErrorCode,
+  type ErrorCode,
   ExactlyError,
   JobFailedError,
   RecordProcessingError,
@@ -26,66 +44,41 @@ export {
   TransactionLostError,
   TransientError,
 } from "./errors.ts";
+export {
+  type FailureKind,
+  isTransientByDefault,
+} from "./failures.ts";
 export { DeliveryGuarantee, type SinkCapabilities } from "./guarantee.ts";
 export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
+export type { Key } from "./operators/key-groups.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
 export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
 export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
+export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
+export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
+export { type CheckpointOptions, StreamJob, type StreamJobOptions } from "./runtime/api/stream-job.ts";
 export {
   type ExchangeCodec,
   jsonExchangeCodec,
   smallInteger,
   structuredExchangeCodec,
-} from "./runtime/exchange/exchange-codec.ts";
-export type { Execution } from "./runtime/execution-options.ts";
-export { IoTurns } from "./runtime/io-turns.ts";
-export type { WatermarkStrategy } from "./runtime/job-graph.ts";
-export {
-  type JobModule,
-  type JobOrigin,
-  type JobRuntime,
-  type LoadJobOptions,
-  loadJob,
-  originOf,
-} from "./runtime/job-module.ts";
-export type { JobClient, JobEvents, JobResult } from "./runtime/job-runner.ts";
-export type { Key } from "./runtime/key-groups.ts";
-export {
-  type ClaimHolder,
-  type ClaimResult,
-  claimInProcess,
-  releaseInProcess,
-} from "./runtime/process-claims.ts";
-export {
-  classifyFailure,
-  DEFAULT_MAX_RESTART_DELAY_MS,
-  errorChain,
-  type FailureKind,
-  RestartBackoff,
-  type RestartDecision,
-  type RestartStrategy,
-} from "./runtime/restart-strategy.ts";
-export {
-  type CheckpointOptions,
-  DataStream,
-  KeyedStream,
-  type StageOptions,
-  StreamJob,
-  type StreamJobOptions,
-  WindowedStream,
-} from "./runtime/stream-job.ts";
+} from "./runtime/engine/exchange/exchange-codec.ts";
+export type { Execution } from "./runtime/engine/execution.ts";
+export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
+export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
+export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { FlushingSink } from "./sinks/flushing-sink.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
-export {
-  type LingeringWork,
-  type LingeringWorkFinder,
-  type StateReferences,
-  transactionsInState,
-} from "./sinks/lingering-work.ts";
-export { type LingeringContext, ownsSubtaskIndex } from "./sinks/restored-work.ts";
-export { isTransientByDefault, type RetryOptions, withRetry } from "./sinks/retry.ts";
+export type { LingeringContext } from "./sinks/lingering-context.ts";
+export type {
+  LingeringWork,
+  LingeringWorkFinder,
+  StateReferences,
+} from "./sinks/lingering-work-finder.ts";
+export { type RetryOptions, withRetry } from "./sinks/retry.ts";
 export {
   type PendingWork,
   type Sink,

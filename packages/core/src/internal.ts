@@ -1,7 +1,7 @@
 /**
- * `@exactly/core/internal`: helpers the built-in connectors share with the runtime. They
- * carry no stability promise and are not part of the API a pipeline or a custom sink is
- * written against.
+ * `@exactly/core/internal`: plumbing the built-in connectors, the conformance suite and the
+ * CLI share with the runtime. Not for users: it carries no stability promise and is not part
+ * of the API a pipeline or a custom sink is written against (that is `@exactly/core`).
  */
 
 export {
@@ -13,7 +13,23 @@ export {
   METADATA,
   readMetadata,
 } from "./checkpoint/checkpoint-folders.ts";
-export { hashKey, keyGroupOf, keyGroupRange } from "./runtime/key-groups.ts";
+export { classifyFailure, errorChain } from "./failures.ts";
+export { hashKey, keyGroupOf, keyGroupRange } from "./operators/key-groups.ts";
+export { type JobOrigin, originOf } from "./runtime/api/job-origin.ts";
+export { IoTurns } from "./runtime/engine/io-turns.ts";
+export {
+  type ClaimHolder,
+  type ClaimResult,
+  claimInProcess,
+  releaseInProcess,
+} from "./runtime/engine/process-claims.ts";
+export {
+  DEFAULT_MAX_RESTART_DELAY_MS,
+  RestartBackoff,
+  type RestartDecision,
+} from "./runtime/runner/restart-strategy.ts";
+export { transactionsInState } from "./sinks/lingering-work-finder.ts";
+export { siblingScript } from "./util/child-script.ts";
 export {
   fsyncDirectory,
   isAlreadyExists,
@@ -22,3 +38,4 @@ export {
   writeFileAtomic,
   writeFileDurable,
 } from "./util/durable-fs.ts";
+export { seededRandom } from "./util/seeded-random.ts";

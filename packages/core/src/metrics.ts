@@ -1,4 +1,4 @@
-import type { FailureKind } from "./runtime/restart-strategy.ts";
+import type { FailureKind } from "./failures.ts";
 
 /** Which subtask of which stage a figure belongs to (for a sink, the stage id is the sink's id). */
 export interface TaskLabels {

@@ -3,10 +3,10 @@ import { type CheckpointingMode, FileSystemCheckpointStorage, noMetrics } from "
 import { KeyedProcessOperator } from "../src/operators/keyed-process.ts";
 import { Collector } from "../src/operators/operator.ts";
 import type { StreamElement } from "../src/records.ts";
-import { Channel, InputGate } from "../src/runtime/channel.ts";
-import type { Edge } from "../src/runtime/job-graph.ts";
-import { TaskOutput } from "../src/runtime/output.ts";
-import { OperatorTask } from "../src/runtime/tasks.ts";
+import type { Edge } from "../src/runtime/api/job-graph.ts";
+import { Channel, InputGate } from "../src/runtime/engine/channel.ts";
+import { TaskOutput } from "../src/runtime/engine/output.ts";
+import { OperatorTask } from "../src/runtime/engine/tasks.ts";
 import { batchOf, tempDir } from "./helpers.ts";
 
 type Element = StreamElement<unknown>;

@@ -3,10 +3,10 @@
 // their digits without making a string; that must give what hashing their string form gives.
 import { describe, expect, it } from "vitest";
 import { ConfigurationError } from "../src/errors.ts";
+import { hashKey, KeyGroupAssigner, keyGroupOf } from "../src/operators/key-groups.ts";
 import { KeyedStateStore } from "../src/operators/keyed-state.ts";
-import { smallInteger } from "../src/runtime/exchange/exchange-codec.ts";
-import { hashKey, KeyGroupAssigner, keyGroupOf } from "../src/runtime/key-groups.ts";
-import { StreamJob } from "../src/runtime/stream-job.ts";
+import { StreamJob } from "../src/runtime/api/stream-job.ts";
+import { smallInteger } from "../src/runtime/engine/exchange/exchange-codec.ts";
 
 /** A number key hashes as the text `n${key}` does: the form checkpoints were first written with. */
 function hashOfStringForm(key: string | number): number {

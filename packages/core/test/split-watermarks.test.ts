@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GeneratorSource, StreamJob, silentLogger, TumblingEventTimeWindows } from "../src/index.ts";
 import type { Batch } from "../src/records.ts";
-import { SplitWatermarks } from "../src/runtime/split-watermarks.ts";
+import { SplitWatermarks } from "../src/runtime/engine/split-watermarks.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 function batchOf(split: string, timestamps: number[]): Batch<number> {

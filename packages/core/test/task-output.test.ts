@@ -2,11 +2,11 @@
 // keeps its own position and timestamp, in the order the batch had them.
 import { describe, expect, it } from "vitest";
 import { noMetrics } from "../src/metrics.ts";
+import { keyGroupOf, subtaskForKeyGroup } from "../src/operators/key-groups.ts";
 import type { Batch, StreamElement } from "../src/records.ts";
-import type { OutputChannel } from "../src/runtime/channel.ts";
-import type { Edge } from "../src/runtime/job-graph.ts";
-import { keyGroupOf, subtaskForKeyGroup } from "../src/runtime/key-groups.ts";
-import { TaskOutput } from "../src/runtime/output.ts";
+import type { Edge } from "../src/runtime/api/job-graph.ts";
+import type { OutputChannel } from "../src/runtime/engine/channel.ts";
+import { TaskOutput } from "../src/runtime/engine/output.ts";
 
 class Recorder implements OutputChannel {
   readonly batches: Batch<unknown>[] = [];

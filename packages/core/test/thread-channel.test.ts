@@ -3,8 +3,8 @@
 import { MessageChannel } from "node:worker_threads";
 import { describe, expect, it } from "vitest";
 import type { StreamElement } from "../src/records.ts";
-import { jsonExchangeCodec, structuredExchangeCodec } from "../src/runtime/exchange/exchange-codec.ts";
-import { ThreadChannelReceiver, ThreadChannelSender, toWire } from "../src/runtime/exchange/thread-channel.ts";
+import { jsonExchangeCodec, structuredExchangeCodec } from "../src/runtime/engine/exchange/exchange-codec.ts";
+import { ThreadChannelReceiver, ThreadChannelSender, toWire } from "../src/runtime/engine/exchange/thread-channel.ts";
 
 type Element = StreamElement<unknown>;
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5));

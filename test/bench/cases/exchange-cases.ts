@@ -10,16 +10,16 @@
 import { performance } from "node:perf_hooks";
 import { isMainThread, MessageChannel, parentPort, Worker, workerData } from "node:worker_threads";
 import type { Batch, StreamElement } from "../../../packages/core/src/records.ts";
-import { Channel } from "../../../packages/core/src/runtime/channel.ts";
+import { Channel } from "../../../packages/core/src/runtime/engine/channel.ts";
 import {
   type ExchangeCodec,
   jsonExchangeCodec,
   structuredExchangeCodec,
-} from "../../../packages/core/src/runtime/exchange/exchange-codec.ts";
+} from "../../../packages/core/src/runtime/engine/exchange/exchange-codec.ts";
 import {
   ThreadChannelReceiver,
   ThreadChannelSender,
-} from "../../../packages/core/src/runtime/exchange/thread-channel.ts";
+} from "../../../packages/core/src/runtime/engine/exchange/thread-channel.ts";
 import { benchRecord, report } from "../bench-protocol.ts";
 
 type Element = StreamElement<unknown>;

@@ -1,12 +1,7 @@
 import { lstat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import {
-  ConfigurationError,
-  type LingeringWork,
-  type LingeringWorkFinder,
-  type StateReferences,
-  transactionsInState,
-} from "@exactly/core";
+import { ConfigurationError, type LingeringWork, type LingeringWorkFinder, type StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import { requireSafePrefix } from "../bucket-assigner.ts";
 import { LocalRecoverableWriter } from "./local-recoverable-writer.ts";
 

@@ -1,8 +1,8 @@
 import { constants, type Dirent } from "node:fs";
 import { type FileHandle, link, lstat, mkdir, open, readdir, realpath, truncate, unlink } from "node:fs/promises";
 import { dirname, join, relative, sep } from "node:path";
+import { reachFault } from "@exactly/core/faults";
 import { fsyncDirectory, isAlreadyExists, isNotFound, writeAll } from "@exactly/core/internal";
-import { reachFault } from "@exactly/core/testing";
 import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {

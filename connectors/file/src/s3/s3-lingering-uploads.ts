@@ -1,5 +1,6 @@
 import { ListPartsCommand } from "@aws-sdk/client-s3";
-import { type LingeringWork, type LingeringWorkFinder, type StateReferences, transactionsInState } from "@exactly/core";
+import type { LingeringWork, LingeringWorkFinder, StateReferences } from "@exactly/core";
+import { transactionsInState } from "@exactly/core/internal";
 import type { S3ConnectionOptions } from "./s3-connection.ts";
 import { s3ErrorName } from "./s3-connection.ts";
 import { S3Prefix } from "./s3-prefix.ts";

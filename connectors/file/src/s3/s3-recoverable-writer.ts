@@ -13,8 +13,8 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
+import { reachFault } from "@exactly/core/faults";
 import { writeAll } from "@exactly/core/internal";
-import { reachFault } from "@exactly/core/testing";
 import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {

@@ -1,4 +1,4 @@
-import { seededRandom } from "@exactly/core/testing";
+import { seededRandom } from "@exactly/core/internal";
 
 export interface PlannedKill {
   /** Killed once the job has read this many records... */

@@ -3,7 +3,7 @@
  * with SIGKILL at the planned moments and starts it again, until one attempt finishes.
  */
 import { type ChildProcess, fork } from "node:child_process";
-import { siblingScript } from "@exactly/core/testing";
+import { siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
 import type { DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";

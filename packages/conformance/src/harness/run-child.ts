@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import type { CheckpointStorage } from "@exactly/core";
-import { siblingScript } from "@exactly/core/testing";
+import { siblingScript } from "@exactly/core/internal";
 import {
   CHECKPOINT_PREFIX,
   type ChildConfig,

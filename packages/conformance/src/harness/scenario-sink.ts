@@ -9,7 +9,7 @@ import { appendFileSync, closeSync, openSync, readSync } from "node:fs";
 import { Socket } from "node:net";
 import { threadId } from "node:worker_threads";
 import type { Batch, Sink, SinkContext } from "@exactly/core";
-import { armFault } from "@exactly/core/testing";
+import { armFault } from "@exactly/core/faults";
 import type { ConformanceRecord } from "../definition.ts";
 import { type ChildConfig, type Hook, type JournalEntry, type KillPlan, LANES } from "./child-protocol.ts";
 

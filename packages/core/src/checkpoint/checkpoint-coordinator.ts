@@ -1,8 +1,8 @@
 import { describe } from "../errors.ts";
+import { classifyFailure } from "../failures.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
 import type { JobMetrics } from "../metrics.ts";
-import { classifyFailure } from "../runtime/restart-strategy.ts";
 import type { CheckpointMetadata, CheckpointStorage, StoredTaskState } from "./checkpoint-storage.ts";
 
 /**
@@ -12,18 +12,18 @@ import type { CheckpointMetadata, CheckpointStorage, StoredTaskState } from "./c
  * | step                                   | file : function                                             | fault point                |
  * | -------------------------------------- | ----------------------------------------------------------- | -------------------------- |
  * | 0 reserve id n durably                 | checkpoint-coordinator.ts : triggerCheckpoint               | —                          |
- * | 1 barrier n at every source            | runtime/task-group.ts : triggerBarriers → tasks.ts : SourceTask.emitBarrier | —          |
- * | 2 align barriers, snapshot operators   | runtime/tasks.ts : InputTask.onBarrier, OperatorTask.onCheckpoint | —                    |
- * | 3 sink pre-commits, begins the next    | runtime/tasks.ts : SinkTask.onCheckpoint → sinks/*-sink.ts : snapshotState | after-pre-commit, after-begin |
- * | 3 task state persisted, acknowledged   | runtime/tasks.ts : persistAndAck → checkpoint-coordinator.ts : acknowledge | —           |
+ * | 1 barrier n at every source            | runtime/engine/task-group.ts : triggerBarriers → tasks.ts : SourceTask.emitBarrier | —          |
+ * | 2 align barriers, snapshot operators   | runtime/engine/tasks.ts : InputTask.onBarrier, OperatorTask.onCheckpoint | —                    |
+ * | 3 sink pre-commits, begins the next    | runtime/engine/tasks.ts : SinkTask.onCheckpoint → sinks/*-sink.ts : snapshotState | after-pre-commit, after-begin |
+ * | 3 task state persisted, acknowledged   | runtime/engine/tasks.ts : persistAndAck → checkpoint-coordinator.ts : acknowledge | —           |
  * | 4 metadata durable: n is complete      | checkpoint-coordinator.ts : completeCheckpoint              | after-checkpoint-durable   |
- * | 5 sinks commit every pending id ≤ n    | runtime/task-group.ts : notifyComplete → sinks/*-sink.ts : notifyCheckpointComplete | mid-commit |
+ * | 5 sinks commit every pending id ≤ n    | runtime/engine/task-group.ts : notifyComplete → sinks/*-sink.ts : notifyCheckpointComplete | mid-commit |
  * | 6 declined n: pending stays pending    | checkpoint-coordinator.ts : declineCheckpoint → sinks/*-sink.ts : notifyCheckpointAborted | — |
  * | 6 storage failed (full, read-only): n declined, the job goes on | checkpoint-coordinator.ts : storageFailed | — |
- * | R recovery: recommit, abort, lingering | runtime/task-group.ts : open → sinks/*-sink.ts : open       | during-recovery-commit, during-lingering-abort |
+ * | R recovery: recommit, abort, lingering | runtime/engine/task-group.ts : open → sinks/*-sink.ts : open       | during-recovery-commit, during-lingering-abort |
  *
  * Records written between barriers reach the sink through `writeBatch` (fault point `mid-write`).
- * On worker threads (runtime/threads/), steps 1, 5 and 6 reach each worker's task group as
+ * On worker threads (runtime/engine/threads/), steps 1, 5 and 6 reach each worker's task group as
  * messages and step 3's acknowledgements come back as messages; the rest is unchanged.
  */
 export interface CheckpointConfig {

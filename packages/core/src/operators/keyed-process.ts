@@ -1,6 +1,6 @@
 import { RecordProcessingError } from "../errors.ts";
 import type { Batch, RecordPosition } from "../records.ts";
-import type { Key } from "../runtime/key-groups.ts";
+import type { Key } from "./key-groups.ts";
 import { KeyedStateStore } from "./keyed-state.ts";
 import type { Collector, KeyedOperator, KeyedOperatorContext } from "./operator.ts";
 

@@ -1,4 +1,4 @@
-import { type Key, KeyGroupAssigner } from "../runtime/key-groups.ts";
+import { type Key, KeyGroupAssigner } from "./key-groups.ts";
 
 /** Snapshot of keyed state: key group → entries. JSON-serializable. */
 export interface KeyedStateSnapshot {

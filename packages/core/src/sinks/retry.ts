@@ -1,4 +1,4 @@
-import { TransientError } from "../errors.ts";
+import { sleep } from "../util/sleep.ts";
 
 export interface RetryOptions {
   /** Attempts in all, the first included. Default 5. */
@@ -8,17 +8,6 @@ export interface RetryOptions {
   /** Upper bound of one delay. Default 5000 ms. */
   readonly maxDelayMs?: number;
 }
-
-const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "EBUSY", "EAGAIN"]);
-
-/** The default classification: our TransientError, or a network errno that may pass. */
-export function isTransientByDefault(error: unknown): boolean {
-  if (error instanceof TransientError) return true;
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === "string" && TRANSIENT_CODES.has(code);
-}
-
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Runs `action` until it succeeds, retrying transient errors with exponential backoff. */
 export async function withRetry<T>(

@@ -1,9 +1,10 @@
 import { CommitFailedError, SinkNotOpenError, TransactionLostError } from "../errors.ts";
+import { isTransientByDefault } from "../failures.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
-import { type LingeringContext, lingeringContext } from "./restored-work.ts";
-import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
+import { type LingeringContext, lingeringContext } from "./lingering-context.ts";
+import { type RetryOptions, withRetry } from "./retry.ts";
 import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
 export interface TwoPhaseCommitSinkOptions {

@@ -1,10 +1,11 @@
 import type { LogStore } from "../checkpoint/checkpoint-storage.ts";
 import { CommitFailedError, RecordWriteError, SinkNotOpenError } from "../errors.ts";
+import { isTransientByDefault } from "../failures.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
-import { lingeringContext } from "./restored-work.ts";
-import { isTransientByDefault, type RetryOptions, withRetry } from "./retry.ts";
+import { lingeringContext } from "./lingering-context.ts";
+import { type RetryOptions, withRetry } from "./retry.ts";
 import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
 /**

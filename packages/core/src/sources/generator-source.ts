@@ -1,6 +1,6 @@
 import { ConfigurationError, requirePositiveInteger } from "../errors.ts";
 import type { Batch, RecordPosition } from "../records.ts";
-import { sleep } from "../sinks/retry.ts";
+import { sleep } from "../util/sleep.ts";
 import { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./source.ts";
 
 export interface GeneratorSourceOptions<T> {

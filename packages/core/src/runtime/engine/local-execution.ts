@@ -1,64 +1,16 @@
-import { CheckpointCoordinator, type CoordinatorTargets } from "../checkpoint/checkpoint-coordinator.ts";
-import type { RestoredCheckpoint, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
-import { CancelledError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
-import { type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "./execution-options.ts";
-import type { JobGraph } from "./job-graph.ts";
-import { allTaskKeys, TaskGroup, wholeJob } from "./task-group.ts";
+import type { CheckpointCoordinator, CoordinatorTargets } from "../../checkpoint/checkpoint-coordinator.ts";
+import type { RestoredCheckpoint, StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
+import { CancelledError } from "../../errors.ts";
+import type { JobGraph } from "../api/job-graph.ts";
+import { createCoordinator, type Execution, type ExecutionOptions, settle } from "./execution.ts";
+import { TaskGroup, wholeJob } from "./task-group.ts";
 import type { CheckpointAcknowledger } from "./tasks.ts";
-
-export type { ExecutionListener, ExecutionOptions } from "./execution-options.ts";
-
-/** The coordinator of one attempt: its next id is above every id any earlier run reserved. */
-export async function createCoordinator(
-  graph: JobGraph,
-  options: ExecutionOptions,
-  restored: RestoredCheckpoint | undefined,
-  targets: CoordinatorTargets,
-  fail: (error: unknown) => void,
-): Promise<CheckpointCoordinator> {
-  // Ids are reserved durably, so the next id is above every id any earlier run reserved.
-  const lastCheckpointId = Math.max(await options.storage.highestCheckpointId(), restored?.metadata.checkpointId ?? 0);
-  return new CheckpointCoordinator({
-    config: options.checkpoint,
-    storage: options.storage,
-    expectedTasks: allTaskKeys(graph),
-    lastCheckpointId,
-    metadata: {
-      jobName: options.jobName,
-      maxParallelism: graph.maxParallelism,
-      stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism, kind: s.kind }])),
-    },
-    targets,
-    fail,
-    listener: options.listener,
-    metrics: options.metrics,
-    logger: options.logger,
-  });
-}
-
-/**
- * Waits until `runs` have settled, or `TASK_SETTLE_TIMEOUT_MS`. Without this, a failed
- * attempt's pre-commit or begin could still reach the external system after the next
- * attempt recovered, and fence or abort that attempt's transactions.
- */
-export async function settle(runs: readonly Promise<unknown>[], logger: Logger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), TASK_SETTLE_TIMEOUT_MS);
-  });
-  const settled = await Promise.race([Promise.allSettled(runs).then(() => "settled" as const), bound]);
-  clearTimeout(timer);
-  if (settled === "timeout") {
-    logger.warn(`tasks of the failed attempt still busy after ${TASK_SETTLE_TIMEOUT_MS} ms; restarting anyway`);
-  }
-}
 
 /**
  * One attempt of a job with every subtask on this event loop: the task group and the
  * checkpoint coordinator side by side, calling each other directly.
  */
-export class JobExecution implements Execution, CoordinatorTargets, CheckpointAcknowledger {
+export class LocalExecution implements Execution, CoordinatorTargets, CheckpointAcknowledger {
   private readonly graph: JobGraph;
   private readonly options: ExecutionOptions;
   private readonly restored: RestoredCheckpoint | undefined;

@@ -1,9 +1,10 @@
-import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
-import { CancelledError, ConfigurationError, describe, JobFailedError } from "../errors.ts";
-import type { Logger } from "../logger.ts";
-import { sleep } from "../sinks/retry.ts";
-import type { Execution, ExecutionListener, ExecutionOptions } from "./execution-options.ts";
-import { classifyFailure, type FailureKind, RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
+import type { CheckpointStorage, RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
+import { CancelledError, ConfigurationError, describe, JobFailedError } from "../../errors.ts";
+import { classifyFailure, type FailureKind } from "../../failures.ts";
+import type { Logger } from "../../logger.ts";
+import { sleep } from "../../util/sleep.ts";
+import type { Execution, ExecutionListener, ExecutionOptions } from "../engine/execution.ts";
+import { RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
 
 export interface JobEvents extends ExecutionListener {
   onStart?(info: { attempt: number; restoredCheckpointId: number | undefined }): void;

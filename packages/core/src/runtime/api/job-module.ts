@@ -6,10 +6,10 @@
  * worker import it again.
  */
 import { pathToFileURL } from "node:url";
-import { ConfigurationError } from "../errors.ts";
-import { consoleLogger, type Logger } from "../logger.ts";
-import { type JobMetrics, noMetrics } from "../metrics.ts";
-import { rememberOrigin } from "./job-module-origin.ts";
+import { ConfigurationError } from "../../errors.ts";
+import { consoleLogger, type Logger } from "../../logger.ts";
+import { type JobMetrics, noMetrics } from "../../metrics.ts";
+import { rememberOrigin } from "./job-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 
 /** What the runtime hands a job module: the job passes both into its `StreamJobOptions`. */
@@ -29,8 +29,6 @@ export interface JobRuntime {
  * once, in different threads: it must not start anything or share clients through globals.
  */
 export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
-
-export { type JobOrigin, originOf } from "./job-module-origin.ts";
 
 export interface LoadJobOptions {
   /** The export holding the {@link JobModule}. Default `default`. */

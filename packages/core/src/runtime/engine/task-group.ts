@@ -1,15 +1,14 @@
-import type { RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
-import { ConfigurationError } from "../errors.ts";
-import { DeliveryGuarantee } from "../guarantee.ts";
-import type { KeyedStateSnapshot } from "../operators/keyed-state.ts";
-import { Collector } from "../operators/operator.ts";
-import type { StreamElement } from "../records.ts";
-import type { SinkContext } from "../sinks/sink.ts";
+import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
+import { ConfigurationError } from "../../errors.ts";
+import { DeliveryGuarantee } from "../../guarantee.ts";
+import { Collector } from "../../operators/operator.ts";
+import type { StreamElement } from "../../records.ts";
+import type { SinkContext } from "../../sinks/sink.ts";
+import type { Edge, JobGraph, StageNode } from "../api/job-graph.ts";
 import { Channel, InputGate, type OutputChannel } from "./channel.ts";
-import type { ExecutionOptions } from "./execution-options.ts";
-import type { Edge, JobGraph, StageNode } from "./job-graph.ts";
-import { keyGroupRange } from "./key-groups.ts";
+import type { ExecutionOptions } from "./execution.ts";
 import { TaskOutput } from "./output.ts";
+import { keyedStateFor, restoredStatesOf, sinkStatesFor, sourcePositionsFor, taskKey } from "./restore-assignment.ts";
 import { type CheckpointAcknowledger, OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
 
 type Element = StreamElement<unknown>;
@@ -17,7 +16,7 @@ type Element = StreamElement<unknown>;
 /**
  * Which subtasks a group runs, and how it reaches the ones it does not. The single loop runs
  * every subtask; a worker thread runs its share and reaches the others through thread
- * channels (runtime/threads/).
+ * channels (threads/).
  */
 export interface TaskShare {
   runs(stage: StageNode, subtask: number): boolean;
@@ -38,29 +37,8 @@ export const wholeJob: TaskShare = {
   },
 };
 
-export function taskKey(stage: StageNode, subtask: number): string {
-  return `${stage.id}/${subtask}`;
-}
-
 function labelsOf(stage: StageNode, subtask: number) {
   return { stage: stage.id, subtask };
-}
-
-/** The restored states of one stage, by old subtask index. */
-function restoredStatesOf(restored: RestoredCheckpoint | undefined, stage: StageNode): unknown[] {
-  if (!restored) return [];
-  const old = restored.metadata.stages[stage.id];
-  if (!old) return [];
-  const states: unknown[] = [];
-  for (let i = 0; i < old.parallelism; i++) states.push(restored.states.get(`${stage.id}/${i}`));
-  return states;
-}
-
-/** Every task key of the job, as the coordinator expects acknowledgements. */
-export function allTaskKeys(graph: JobGraph): Set<string> {
-  const keys = new Set<string>();
-  for (const stage of graph.stages) for (let i = 0; i < stage.parallelism; i++) keys.add(taskKey(stage, i));
-  return keys;
 }
 
 /** The channels of one edge this group touches: [downstream subtask][upstream subtask]. */
@@ -196,14 +174,7 @@ export class TaskGroup {
     old: unknown[],
     channels: ChannelGrid,
   ): SourceTask {
-    // Splits move freely between subtasks: every old subtask's positions go to the reader,
-    // which keeps the splits it owns.
-    let positions: Map<string, unknown> | undefined;
-    if (this.restored && old.length > 0) {
-      positions = new Map();
-      for (const state of old)
-        for (const [split, position] of Object.entries((state ?? {}) as object)) positions.set(split, position);
-    }
+    const positions = sourcePositionsFor(old);
     const reader = source.createReader({ subtask, parallelism: stage.parallelism, restoredPositions: positions });
     return new SourceTask({
       key,
@@ -226,13 +197,11 @@ export class TaskGroup {
     channels: ChannelGrid,
   ): OperatorTask {
     const operator = createOperator();
-    // Keyed state is stored by key group; each subtask takes the groups of its range.
     operator.open({
       subtask,
       parallelism: stage.parallelism,
       maxParallelism: this.graph.maxParallelism,
-      keyGroups: keyGroupRange(subtask, stage.parallelism, this.graph.maxParallelism),
-      restored: old.filter((s) => s !== undefined) as KeyedStateSnapshot[],
+      ...keyedStateFor(old, subtask, stage.parallelism, this.graph.maxParallelism),
     });
     return new OperatorTask({
       key,
@@ -257,14 +226,13 @@ export class TaskGroup {
     channels: ChannelGrid,
   ): SinkTask {
     const { options, restored } = this;
-    // Sink state is a list: old subtask j's state goes to new subtask j mod parallelism.
     const context: SinkContext = {
       sinkId: stage.id,
       subtask,
       parallelism: stage.parallelism,
       previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
       restoredCheckpointId: restored?.metadata.checkpointId,
-      restoredStates: old.filter((s, j) => s !== undefined && j % stage.parallelism === subtask),
+      restoredStates: sinkStatesFor(old, subtask, stage.parallelism),
       allRestoredStates: old.filter((s) => s !== undefined),
       storage: options.storage,
       logger: options.logger,

@@ -1,8 +1,8 @@
-import type { JobMetrics, TaskLabels } from "../metrics.ts";
-import type { Batch, RecordPosition, StreamElement } from "../records.ts";
+import type { JobMetrics, TaskLabels } from "../../metrics.ts";
+import { type Key, KeyGroupAssigner, subtaskForKeyGroup } from "../../operators/key-groups.ts";
+import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
+import type { Edge } from "../api/job-graph.ts";
 import type { OutputChannel } from "./channel.ts";
-import type { Edge } from "./job-graph.ts";
-import { type Key, KeyGroupAssigner, subtaskForKeyGroup } from "./key-groups.ts";
 
 type Element = StreamElement<unknown>;
 

@@ -1,4 +1,4 @@
-import { CancelledError } from "../errors.ts";
+import { CancelledError } from "../../errors.ts";
 
 /** Where a producing subtask pushes: a local Channel, or the sending half of a thread channel. */
 export interface OutputChannel {

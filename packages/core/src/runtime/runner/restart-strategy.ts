@@ -12,8 +12,7 @@
  * - any other failure is restarted at most `maxRestartsWithoutProgress` times in a row; an
  *   attempt that completed a checkpoint made progress and starts the count again.
  */
-import { ExactlyError } from "../errors.ts";
-import { isTransientByDefault } from "../sinks/retry.ts";
+import type { FailureKind } from "../../failures.ts";
 
 export const DEFAULT_MAX_RESTART_DELAY_MS = 10_000;
 
@@ -43,59 +42,6 @@ export interface RestartStrategy {
   readonly resetAfterMs?: number;
   /** The job's own classification, asked before the sinks', sources' and the default one. */
   readonly classify?: (error: unknown) => FailureKind | undefined;
-}
-
-export type FailureKind = "transient" | "permanent" | "other";
-
-/** Error codes whose failure no restart can get past, whatever caused them. */
-const ALWAYS_PERMANENT = new Set(["CONFIGURATION", "TRANSACTION_LOST", "CHECKPOINT_OWNERSHIP"]);
-/** Codes of failures that repeat on a restart unless their cause is transient (a record written while the server was down). */
-const PERMANENT_UNLESS_CAUSE_PASSES = new Set(["RECORD_WRITE", "RECORD_PROCESSING"]);
-
-/** The error, its causes, and the errors an aggregate holds, outermost first. */
-export function errorChain(error: unknown): unknown[] {
-  const chain: unknown[] = [];
-  const visit = (e: unknown) => {
-    if (e === undefined || e === null || chain.includes(e) || chain.length > 32) return;
-    chain.push(e);
-    if (typeof e !== "object") return;
-    const { cause, errors, originalError } = e as { cause?: unknown; errors?: unknown; originalError?: unknown };
-    visit(cause);
-    visit(originalError);
-    if (Array.isArray(errors)) for (const inner of errors) visit(inner);
-  };
-  visit(error);
-  return chain;
-}
-
-/**
- * Classifies a failure: `isTransient` are the classifiers of the job's sinks, sources and
- * checkpoint storage, which know their clients' errors (a kafkajs connection error, a
- * Postgres admin shutdown, Redis LOADING); each is asked about every error of the chain.
- */
-export function classifyFailure(
-  error: unknown,
-  isTransient: ReadonlyArray<(error: unknown) => boolean>,
-  classify?: (error: unknown) => FailureKind | undefined,
-): FailureKind {
-  const own = classify?.(error);
-  if (own) return own;
-  const chain = errorChain(error);
-  const codes = chain.map((e) => (e instanceof ExactlyError ? e.code : undefined));
-  if (codes.some((code) => code !== undefined && ALWAYS_PERMANENT.has(code))) return "permanent";
-  if (chain.some((e) => e instanceof ExactlyError && e.permanent)) return "permanent";
-  const passes = (e: unknown) => isTransientByDefault(e) || isTransient.some((check) => safely(check, e));
-  if (chain.some(passes)) return "transient";
-  if (codes.some((code) => code !== undefined && PERMANENT_UNLESS_CAUSE_PASSES.has(code))) return "permanent";
-  return "other";
-}
-
-function safely(check: (error: unknown) => boolean, error: unknown): boolean {
-  try {
-    return check(error);
-  } catch {
-    return false;
-  }
 }
 
 /** What to do after a failure: restart after `delayMs`, or fail the job. */

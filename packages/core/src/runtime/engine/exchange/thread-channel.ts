@@ -10,8 +10,8 @@
  * consumer takes an element. So no more than `capacity` elements are ever under way (I6).
  */
 import type { MessagePort } from "node:worker_threads";
-import { CancelledError } from "../../errors.ts";
-import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
+import { CancelledError } from "../../../errors.ts";
+import type { Batch, RecordPosition, StreamElement } from "../../../records.ts";
 import { Channel, type OutputChannel } from "../channel.ts";
 import { type ExchangeCodec, smallInteger } from "./exchange-codec.ts";
 

@@ -6,17 +6,17 @@
  * Clients are made here, inside the subtasks that use them: nothing is shared across threads.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import type { StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
-import { CancelledError, ConfigurationError } from "../../errors.ts";
-import type { Logger } from "../../logger.ts";
-import { type JobMetrics, noMetrics } from "../../metrics.ts";
+import type { StoredTaskState } from "../../../checkpoint/checkpoint-storage.ts";
+import { CancelledError, ConfigurationError } from "../../../errors.ts";
+import { classifyFailure } from "../../../failures.ts";
+import type { Logger } from "../../../logger.ts";
+import { type JobMetrics, noMetrics } from "../../../metrics.ts";
+import type { Edge } from "../../api/job-graph.ts";
+import { loadJob } from "../../api/job-module.ts";
 import { jsonExchangeCodec } from "../exchange/exchange-codec.ts";
 import { ThreadChannelReceiver, ThreadChannelSender } from "../exchange/thread-channel.ts";
 import { settle } from "../execution.ts";
-import type { Edge } from "../job-graph.ts";
-import { loadJob } from "../job-module.ts";
 import { type ClaimResult, setClaimTransport } from "../process-claims.ts";
-import { classifyFailure } from "../restart-strategy.ts";
 import { TaskGroup, type TaskShare } from "../task-group.ts";
 import { channelName, edgesOf, jobShape, workerOf } from "./placement.ts";
 import { type FromWorker, type MetricsCall, type ToWorker, toWireError, type WorkerSetup } from "./worker-protocol.ts";

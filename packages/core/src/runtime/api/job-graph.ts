@@ -1,9 +1,9 @@
-import type { KeyedOperator } from "../operators/operator.ts";
-import type { Batch } from "../records.ts";
-import type { SinkFactory } from "../sinks/sink.ts";
-import type { Source } from "../sources/source.ts";
-import type { ExchangeCodec } from "./exchange/exchange-codec.ts";
-import type { Key } from "./key-groups.ts";
+import type { Key } from "../../operators/key-groups.ts";
+import type { KeyedOperator } from "../../operators/operator.ts";
+import type { Batch } from "../../records.ts";
+import type { SinkFactory } from "../../sinks/sink.ts";
+import type { Source } from "../../sources/source.ts";
+import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
 
 /** A stateless step (map, filter, flatMap) run inside the producing subtask: no channel hop. */
 // biome-ignore lint/suspicious/noExplicitAny: a chain mixes record types step by step

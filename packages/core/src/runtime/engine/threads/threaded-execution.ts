@@ -6,18 +6,17 @@
  * workers, triggers, acknowledgements and notifications as messages with the main thread.
  * Any worker's failure fails the attempt: every worker is cancelled, then terminated.
  */
-import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
-import type { CheckpointCoordinator, CoordinatorTargets } from "../../checkpoint/checkpoint-coordinator.ts";
-import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
-import { CancelledError } from "../../errors.ts";
-import { noMetrics } from "../../metrics.ts";
-import { createCoordinator } from "../execution.ts";
-import { type Execution, type ExecutionOptions, TASK_SETTLE_TIMEOUT_MS } from "../execution-options.ts";
-import type { JobGraph } from "../job-graph.ts";
-import type { JobOrigin } from "../job-module.ts";
+import type { CheckpointCoordinator, CoordinatorTargets } from "../../../checkpoint/checkpoint-coordinator.ts";
+import type { RestoredCheckpoint } from "../../../checkpoint/checkpoint-storage.ts";
+import { CancelledError } from "../../../errors.ts";
+import type { FailureKind } from "../../../failures.ts";
+import { noMetrics } from "../../../metrics.ts";
+import type { JobGraph } from "../../api/job-graph.ts";
+import type { JobOrigin } from "../../api/job-origin.ts";
+import { createCoordinator, type Execution, type ExecutionOptions } from "../execution.ts";
 import { claimLocally, releaseLocally } from "../process-claims.ts";
-import type { FailureKind } from "../restart-strategy.ts";
-import { crossingChannels, workersWithSources } from "./placement.ts";
+import { workersWithSources } from "./placement.ts";
+import { type WorkerHandle, WorkerPool } from "./worker-pool.ts";
 import {
   type FromWorker,
   fromWireError,
@@ -25,36 +24,7 @@ import {
   type ToWorker,
   toWireError,
   WorkerFailure,
-  type WorkerSetup,
 } from "./worker-protocol.ts";
-
-// The entry point next to this file: .ts when run from sources, .js when built.
-const WORKER_ENTRY = new URL(
-  import.meta.url.endsWith(".ts") ? "./worker-main.ts" : "./worker-main.js",
-  import.meta.url,
-);
-
-/**
- * Each worker's young generation, in MB. Measured on the demo job (3,000,000 records, P=2 on
- * 2 workers, 2 cores): V8's default gave 2.33–2.38 M records/s at 382–389 MB peak RSS;
- * 32 MB gave 2.50–2.60 M at 219 MB; 64 and 96 MB the same rate at 280 MB. Batches die
- * young, so a small young generation loses nothing and keeps memory down. Measured again at
- * 5,000,000 records once records no longer carried boxed doubles: 48 MB ran in 2.19–2.26 s
- * against 2.33–2.50 s at 32 MB, at the same peak RSS (212–215 MB); 64 MB, 272–279 MB.
- * Once the file sink's lines no longer survived collections, 96 MB ran within the machine's
- * spread of 48 MB (2.49–2.99 against 2.47–2.84 M records/s) at 277–284 MB against 213.
- */
-const WORKER_YOUNG_GENERATION_MB = 48;
-
-interface WorkerHandle {
-  readonly index: number;
-  readonly thread: Worker;
-  read: number;
-  written: number;
-  readonly exited: Promise<void>;
-  /** Process-wide claims its sinks hold: released when the worker ends, however it ends. */
-  readonly claims: Set<string>;
-}
 
 /** Resolves when `count` workers have said `type` (or the attempt failed: see `failed`). */
 class Rendezvous {
@@ -84,7 +54,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
   private readonly shape: string;
   private readonly workerCount: number;
   private readonly sourceWorkers: Set<number>;
-  private readonly workers: WorkerHandle[] = [];
+  private readonly pool = new WorkerPool();
   private readonly rendezvous = new Rendezvous();
   private coordinator: CheckpointCoordinator | undefined;
   private failure: unknown;
@@ -92,10 +62,6 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
   private stopRequested = false;
   private finishingWorkers = 0;
   private nextRequest = 0;
-  private readonly settled = new Set<number>();
-  private settledAll: (() => void) | undefined;
-  /** Set once the attempt ends the workers itself: their exits are expected then. */
-  private ending = false;
 
   constructor(
     graph: JobGraph,
@@ -113,11 +79,11 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
   }
 
   get recordsRead(): number {
-    return this.workers.reduce((sum, w) => sum + w.read, 0);
+    return this.pool.recordsRead;
   }
 
   get recordsWritten(): number {
-    return this.workers.reduce((sum, w) => sum + w.written, 0);
+    return this.pool.recordsWritten;
   }
 
   get checkpointsCompleted(): number {
@@ -147,7 +113,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
   }
 
   private broadcast(message: ToWorker): void {
-    for (const worker of this.workers) worker.thread.postMessage(message);
+    this.pool.broadcast(message);
   }
 
   private fail(error: unknown): void {
@@ -184,59 +150,38 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
       await Promise.race([closed, failed]);
     } catch (error) {
       this.fail(error);
-      await this.settleWorkers();
+      await this.pool.settle();
       throw this.failure;
     } finally {
       this.coordinator?.stop();
-      await this.terminateWorkers();
+      await this.pool.terminate();
     }
   }
 
   // ---- the workers ----------------------------------------------------------------------------
 
   private startWorkers(): void {
-    const senders: Array<Record<string, MessagePort>> = [];
-    const receivers: Array<Record<string, MessagePort>> = [];
-    for (let i = 0; i < this.workerCount; i++) {
-      senders.push({});
-      receivers.push({});
-    }
-    for (const { name, sender, receiver } of crossingChannels(this.graph, this.workerCount)) {
-      const { port1, port2 } = new MessageChannel();
-      (senders[sender] as Record<string, MessagePort>)[name] = port1;
-      (receivers[receiver] as Record<string, MessagePort>)[name] = port2;
-    }
-    for (let index = 0; index < this.workerCount; index++) {
-      const own = [
-        ...Object.values(senders[index] as Record<string, MessagePort>),
-        ...Object.values(receivers[index] as Record<string, MessagePort>),
-      ];
-      const setup: WorkerSetup = {
+    this.pool.start(
+      this.graph,
+      this.workerCount,
+      (index, senders, receivers) => ({
         origin: this.origin,
         worker: index,
         workers: this.workerCount,
         shape: this.shape,
         restored: this.restored,
-        senders: senders[index] as Record<string, MessagePort>,
-        receivers: receivers[index] as Record<string, MessagePort>,
+        senders,
+        receivers,
         metrics: this.options.metrics !== noMetrics,
-      };
-      const thread = new Worker(WORKER_ENTRY, {
-        workerData: setup,
-        transferList: own,
-        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      });
-      const exited = new Promise<void>((resolve) => thread.once("exit", () => resolve()));
-      const handle: WorkerHandle = { index, thread, read: 0, written: 0, exited, claims: new Set() };
-      this.workers.push(handle);
-      thread.on("message", (message: FromWorker) => this.onMessage(handle, message));
-      thread.on("error", (error) => this.fail(error));
-      thread.on("exit", (code) => {
-        this.markSettled(index);
-        if (!this.ending && this.failure === undefined && code !== 0)
-          this.fail(new Error(`worker ${index} exited with code ${code}`));
-      });
-    }
+      }),
+      {
+        message: (worker, message) => this.onMessage(worker, message),
+        error: (error) => this.fail(error),
+        exited: (index, code) => {
+          if (this.failure === undefined) this.fail(new Error(`worker ${index} exited with code ${code}`));
+        },
+      },
+    );
   }
 
   private onMessage(worker: WorkerHandle, message: FromWorker): void {
@@ -267,7 +212,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
         this.fail(fromWireError(worker.index, message.error));
         break;
       case "settled":
-        this.markSettled(worker.index);
+        this.pool.markSettled(worker.index);
         break;
       case "log":
         this.options.logger[message.level](`[worker ${worker.index}] ${message.message}`, message.fields);
@@ -290,45 +235,11 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
     }
   }
 
-  private markSettled(index: number): void {
-    this.settled.add(index);
-    if (this.settled.size === this.workers.length) this.settledAll?.();
-  }
-
-  /** Waits until every worker has left the calls its tasks were in (see execution.ts : settle). */
-  private async settleWorkers(): Promise<void> {
-    if (this.settled.size < this.workers.length) {
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        this.settledAll = resolve;
-        timer = setTimeout(resolve, TASK_SETTLE_TIMEOUT_MS);
-      });
-      clearTimeout(timer);
-    }
-  }
-
-  private async terminateWorkers(): Promise<void> {
-    this.ending = true;
-    await Promise.all(
-      this.workers.map(async (worker) => {
-        await worker.thread.terminate();
-        await worker.exited;
-        // A worker ended without closing its sinks (terminated, or crashed) must not keep
-        // its claims from the next attempt.
-        for (const claim of worker.claims) {
-          const [namespace, name, part] = JSON.parse(claim) as [string, string, number];
-          releaseLocally(namespace, name, part);
-        }
-        worker.claims.clear();
-      }),
-    );
-  }
-
   // ---- the coordinator's targets ----------------------------------------------------------------
 
   /** Step 1: barrier n enters at every source subtask, in the workers that run them. */
   triggerBarriers(checkpointId: number): void {
-    for (const worker of this.workers)
+    for (const worker of this.pool.workers)
       if (this.sourceWorkers.has(worker.index)) worker.thread.postMessage({ type: "trigger", checkpointId });
   }
 
@@ -344,7 +255,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
 
   private notify(what: "complete" | "aborted", checkpointId: number): Promise<void> {
     const request = ++this.nextRequest;
-    const done = this.rendezvous.wait(`notified:${request}`, this.workers.length);
+    const done = this.rendezvous.wait(`notified:${request}`, this.pool.workers.length);
     this.broadcast({ type: "notify", request, what, checkpointId });
     return done;
   }

@@ -3,12 +3,12 @@
  * The main thread decides (checkpoints, completion, the end); workers do and report.
  */
 import type { MessagePort } from "node:worker_threads";
-import type { RestoredCheckpoint, StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
-import { ConfigurationError, ExactlyError } from "../../errors.ts";
-import type { CheckpointResult, TaskLabels } from "../../metrics.ts";
-import type { JobOrigin } from "../job-module.ts";
+import type { RestoredCheckpoint, StoredTaskState } from "../../../checkpoint/checkpoint-storage.ts";
+import { ConfigurationError, ExactlyError } from "../../../errors.ts";
+import type { FailureKind } from "../../../failures.ts";
+import type { CheckpointResult, TaskLabels } from "../../../metrics.ts";
+import type { JobOrigin } from "../../api/job-origin.ts";
 import type { ClaimHolder, ClaimResult } from "../process-claims.ts";
-import type { FailureKind } from "../restart-strategy.ts";
 
 /** A worker's start: which job, which share of it, and its ends of the thread channels. */
 export interface WorkerSetup {
@@ -80,7 +80,7 @@ export interface WireError {
   readonly name: string;
   readonly message: string;
   readonly stack: string | undefined;
-  readonly code: string | undefined;
+  readonly code: ExactlyError["code"] | undefined;
   readonly setting: string | undefined;
   readonly kind: FailureKind;
 }

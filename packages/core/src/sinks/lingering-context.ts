@@ -1,3 +1,4 @@
+import { ownsSubtaskIndex } from "../runtime/engine/restore-assignment.ts";
 import type { SinkContext } from "./sink.ts";
 
 /**
@@ -23,11 +24,6 @@ export interface LingeringContext<REF> {
    * old run). Exactly one subtask owns each index, so no two clean up the same work.
    */
   ownsSubtaskIndex(index: number): boolean;
-}
-
-/** The one rule for which subtask cleans up which old subtask index's lingering work. */
-export function ownsSubtaskIndex(subtask: number, parallelism: number, index: number): boolean {
-  return index === subtask || (subtask === 0 && index >= parallelism);
 }
 
 /** The lingering context of a sink subtask, given what its restored states reference. */

@@ -1,5 +1,5 @@
-import type { Batch } from "../records.ts";
-import type { WatermarkStrategy } from "./job-graph.ts";
+import type { Batch } from "../../records.ts";
+import type { WatermarkStrategy } from "../api/job-graph.ts";
 
 interface SplitTime {
   /** The highest event time seen on the split. */

@@ -4,7 +4,7 @@
  * subtask i) never leaves its thread, and only keyBy and rebalance edges between subtasks
  * on different workers become thread channels.
  */
-import type { Edge, JobGraph, StageNode } from "../job-graph.ts";
+import type { Edge, JobGraph, StageNode } from "../../api/job-graph.ts";
 
 /** Workers a job gets: never more than its largest stage has subtasks. */
 export function workerCount(graph: JobGraph, workers: number): number {

@@ -1,13 +1,13 @@
-import type { CheckpointStorage, StoredTaskState } from "../checkpoint/checkpoint-storage.ts";
-import type { CheckpointingMode } from "../checkpoint/checkpointing-mode.ts";
-import type { JobMetrics, TaskLabels } from "../metrics.ts";
-import type { Collector, KeyedOperator } from "../operators/operator.ts";
-import type { Batch, StreamElement } from "../records.ts";
-import type { Sink, SinkContext } from "../sinks/sink.ts";
-import type { SourceReader } from "../sources/source.ts";
+import type { CheckpointStorage, StoredTaskState } from "../../checkpoint/checkpoint-storage.ts";
+import type { CheckpointingMode } from "../../checkpoint/checkpointing-mode.ts";
+import type { JobMetrics, TaskLabels } from "../../metrics.ts";
+import type { Collector, KeyedOperator } from "../../operators/operator.ts";
+import type { Batch, StreamElement } from "../../records.ts";
+import type { Sink, SinkContext } from "../../sinks/sink.ts";
+import type { SourceReader } from "../../sources/source.ts";
+import type { WatermarkStrategy } from "../api/job-graph.ts";
 import type { InputGate } from "./channel.ts";
 import { IoTurns } from "./io-turns.ts";
-import type { WatermarkStrategy } from "./job-graph.ts";
 import type { TaskOutput } from "./output.ts";
 import { SplitWatermarks } from "./split-watermarks.ts";
 

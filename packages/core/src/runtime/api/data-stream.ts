@@ -1,0 +1,232 @@
+import { RecordProcessingError } from "../../errors.ts";
+import type { Key } from "../../operators/key-groups.ts";
+import { type KeyedProcessFunction, KeyedProcessOperator } from "../../operators/keyed-process.ts";
+import type { KeyedOperator } from "../../operators/operator.ts";
+import {
+  type AggregateFunction,
+  type TumblingEventTimeWindows,
+  WindowOperator,
+  type WindowResult,
+} from "../../operators/window.ts";
+import type { Batch, RecordPosition } from "../../records.ts";
+import type { SinkFactory } from "../../sinks/sink.ts";
+import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
+import type { ChainStep, Partitioning, StageNode } from "./job-graph.ts";
+
+export interface StageOptions {
+  /** Stable id of the stage's state; defaults to one derived from its place in the job. */
+  readonly uid?: string;
+  readonly parallelism?: number;
+  /**
+   * How the records this stage takes in cross between worker threads (Flink's
+   * TypeSerializer). Default {@link jsonExchangeCodec}: fast for plain JSON-like objects; records
+   * with Dates, Maps or BigInts need {@link structuredExchangeCodec} or a codec of their own.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: a codec for the stage's input, whatever its type
+  readonly codec?: ExchangeCodec<any>;
+}
+
+/**
+ * @internal What a stream needs of its job to add stages: the job (`StreamJob`) implements it,
+ * so the streams do not import the job.
+ */
+export interface StageBuilder {
+  addStage(
+    stage: Omit<StageNode, "inputs" | "outputs">,
+    input?: {
+      from: StageNode;
+      chain: readonly ChainStep[];
+      partitioning: Partitioning;
+      codec?: ExchangeCodec<unknown>;
+    },
+  ): StageNode;
+  nextId(kind: string): string;
+  parallelismOf(options: StageOptions | undefined): number;
+}
+
+function stepError(
+  stage: string,
+  positions: readonly RecordPosition[],
+  index: number,
+  error: unknown,
+): RecordProcessingError {
+  return new RecordProcessingError(stage, positions[index], error);
+}
+
+/** A stream of records between two stages; stateless steps chain into the producing stage. */
+export class DataStream<T> {
+  private readonly job: StageBuilder;
+  private readonly stage: StageNode;
+  private readonly chain: readonly ChainStep[];
+
+  /** @internal */
+  constructor(job: StageBuilder, stage: StageNode, chain: readonly ChainStep[]) {
+    this.job = job;
+    this.stage = stage;
+    this.chain = chain;
+  }
+
+  private with<U>(step: ChainStep): DataStream<U> {
+    return new DataStream<U>(this.job, this.stage, [...this.chain, step]);
+  }
+
+  map<U>(fn: (value: T) => U): DataStream<U> {
+    const name = `${this.stage.id}.map`;
+    return this.with<U>((batch: Batch<T>) => {
+      const { values, positions } = batch;
+      const out = new Array<U>(values.length);
+      for (let i = 0; i < values.length; i++) {
+        try {
+          out[i] = fn(values[i] as T);
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+      }
+      return { values: out, positions, timestamps: batch.timestamps };
+    });
+  }
+
+  filter(fn: (value: T) => boolean): DataStream<T> {
+    const name = `${this.stage.id}.filter`;
+    return this.with<T>((batch: Batch<T>) => {
+      const { values, positions, timestamps } = batch;
+      const out: Batch<T> = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
+      for (let i = 0; i < values.length; i++) {
+        let keep: boolean;
+        try {
+          keep = fn(values[i] as T);
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+        if (!keep) continue;
+        out.values.push(values[i] as T);
+        out.positions.push(positions[i] as RecordPosition);
+        out.timestamps?.push(timestamps?.[i] as number);
+      }
+      return out;
+    });
+  }
+
+  flatMap<U>(fn: (value: T) => Iterable<U>): DataStream<U> {
+    const name = `${this.stage.id}.flatMap`;
+    return this.with<U>((batch: Batch<T>) => {
+      const { values, positions, timestamps } = batch;
+      const out: Batch<U> = { values: [], positions: [], timestamps: timestamps ? [] : undefined };
+      for (let i = 0; i < values.length; i++) {
+        try {
+          for (const u of fn(values[i] as T)) {
+            out.values.push(u);
+            out.positions.push(positions[i] as RecordPosition);
+            out.timestamps?.push(timestamps?.[i] as number);
+          }
+        } catch (error) {
+          throw stepError(name, positions, i, error);
+        }
+      }
+      return out;
+    });
+  }
+
+  /** Routes records by key so one subtask owns each key (by key group). */
+  keyBy<K extends Key>(keyOf: (value: T) => K): KeyedStream<K, T> {
+    return new KeyedStream<K, T>(this.job, this.stage, this.chain, keyOf);
+  }
+
+  /** Writes the stream to a sink; `name` must be unique in the job: it prefixes everything the sink creates. */
+  sinkTo(factory: SinkFactory<T>, options: StageOptions & { name: string }): void {
+    const parallelism = this.job.parallelismOf(options);
+    this.job.addStage(
+      { id: options.name, kind: "sink", parallelism, sink: factory as SinkFactory<unknown> },
+      {
+        from: this.stage,
+        chain: this.chain,
+        partitioning: parallelism === this.stage.parallelism ? { kind: "forward" } : { kind: "rebalance" },
+        ...(options.codec ? { codec: options.codec } : {}),
+      },
+    );
+  }
+}
+
+export class KeyedStream<K extends Key, T> {
+  private readonly job: StageBuilder;
+  private readonly stage: StageNode;
+  private readonly chain: readonly ChainStep[];
+  private readonly keyOf: (value: T) => K;
+
+  /** @internal */
+  constructor(job: StageBuilder, stage: StageNode, chain: readonly ChainStep[], keyOf: (value: T) => K) {
+    this.job = job;
+    this.stage = stage;
+    this.chain = chain;
+    this.keyOf = keyOf;
+  }
+
+  private operatorStage<OUT>(
+    kind: string,
+    operator: () => KeyedOperator<T, OUT>,
+    options: StageOptions,
+  ): DataStream<OUT> {
+    const stage = this.job.addStage(
+      {
+        id: options.uid ?? this.job.nextId(kind),
+        kind: "operator",
+        parallelism: this.job.parallelismOf(options),
+        operator: operator as () => KeyedOperator<unknown, unknown>,
+      },
+      {
+        from: this.stage,
+        chain: this.chain,
+        partitioning: { kind: "hash", keyOf: this.keyOf as (v: unknown) => Key },
+        ...(options.codec ? { codec: options.codec } : {}),
+      },
+    );
+    return new DataStream<OUT>(this.job, stage, []);
+  }
+
+  /** A keyed stage with checkpointed per-key state. */
+  process<OUT, S>(fn: KeyedProcessFunction<K, T, OUT, S>, options: StageOptions = {}): DataStream<OUT> {
+    return this.operatorStage("process", () => new KeyedProcessOperator(this.keyOf, fn), options);
+  }
+
+  window(windows: TumblingEventTimeWindows): WindowedStream<K, T> {
+    return new WindowedStream(this, windows);
+  }
+
+  /** @internal */
+  windowStage<ACC, OUT>(
+    windows: TumblingEventTimeWindows,
+    aggregate: AggregateFunction<T, ACC, OUT>,
+    options: StageOptions,
+  ): DataStream<WindowResult<K, OUT>> {
+    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options);
+  }
+}
+
+export class WindowedStream<K extends Key, T> {
+  private readonly keyed: KeyedStream<K, T>;
+  private readonly windows: TumblingEventTimeWindows;
+
+  /** @internal */
+  constructor(keyed: KeyedStream<K, T>, windows: TumblingEventTimeWindows) {
+    this.keyed = keyed;
+    this.windows = windows;
+  }
+
+  aggregate<ACC, OUT>(
+    aggregate: AggregateFunction<T, ACC, OUT>,
+    options: StageOptions = {},
+  ): DataStream<WindowResult<K, OUT>> {
+    return this.keyed.windowStage(this.windows, aggregate, options);
+  }
+
+  reduce(fn: (a: T, b: T) => T, options: StageOptions = {}): DataStream<WindowResult<K, T>> {
+    return this.aggregate<T | null, T>(
+      {
+        createAccumulator: () => null,
+        add: (value, acc) => (acc === null ? value : fn(acc, value)),
+        getResult: (acc) => acc as T,
+      },
+      options,
+    );
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Which module a job was loaded from (`loadJob` in job-module.ts), so that a worker thread
+ * can import it again and build the same job. Kept apart from the loader, and keyed by the
+ * job object rather than its class, so the builder and the engine can ask without importing
+ * either.
+ */
+
+/** Where a loaded job came from: enough for another thread to build it again. */
+export interface JobOrigin {
+  /** The module's file URL. */
+  readonly url: string;
+  /** The export that built the job. */
+  readonly export: string;
+  /** The settings it was built with. */
+  readonly params: Readonly<Record<string, unknown>>;
+}
+
+const origins = new WeakMap<object, JobOrigin>();
+
+/** The module a job (a `StreamJob`) was loaded from by loadJob; undefined for a job built inline. */
+export function originOf(job: object): JobOrigin | undefined {
+  return origins.get(job);
+}
+
+export function rememberOrigin(job: object, origin: JobOrigin): void {
+  origins.set(job, origin);
+}

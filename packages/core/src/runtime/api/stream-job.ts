@@ -1,0 +1,234 @@
+import type { CheckpointStorage } from "../../checkpoint/checkpoint-storage.ts";
+import { type CheckpointingMode, requireCheckpointingMode } from "../../checkpoint/checkpointing-mode.ts";
+import { FileSystemCheckpointStorage } from "../../checkpoint/filesystem-checkpoint-storage.ts";
+import { ConfigurationError, requirePositiveInteger } from "../../errors.ts";
+import { consoleLogger, type Logger } from "../../logger.ts";
+import { type JobMetrics, noMetrics } from "../../metrics.ts";
+import { MAX_KEY_GROUPS } from "../../operators/key-groups.ts";
+import type { Source } from "../../sources/source.ts";
+import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
+import type { ExecutionOptions } from "../engine/execution.ts";
+import { type LaunchRequest, launch, workerThreads } from "../launch.ts";
+import type { JobClient, JobEvents, JobResult } from "../runner/job-runner.ts";
+import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "../runner/restart-strategy.ts";
+import { DataStream, type StageOptions } from "./data-stream.ts";
+import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
+import { originOf } from "./job-origin.ts";
+
+export interface CheckpointOptions {
+  /** Where checkpoints go: a directory (FileSystemCheckpointStorage) or a storage. */
+  readonly storage: string | CheckpointStorage;
+  /** Default 1000 ms. */
+  readonly intervalMs?: number;
+  /** Default 60 s. */
+  readonly timeoutMs?: number;
+  /** Default 0. */
+  readonly minPauseMs?: number;
+}
+
+export interface StreamJobOptions {
+  readonly name: string;
+  /** Default parallelism of every stage. Default 1. */
+  readonly parallelism?: number;
+  /** Number of key groups; fixed for the life of the job's state. Default 128, at most 32,768 (as Flink). */
+  readonly maxParallelism?: number;
+  readonly checkpoint: CheckpointOptions;
+  /**
+   * Barrier alignment: "exactly-once" (default) or "at-least-once" (no alignment, lower
+   * latency under skew; keyed state may count records twice after a restore, and a sink
+   * with the EXACTLY_ONCE guarantee refuses to start). See {@link CheckpointingMode}.
+   */
+  readonly checkpointing?: CheckpointingMode;
+  readonly restart?: RestartStrategy;
+  /** Records a source polls at once: the batch size on every channel. Default 1024. */
+  readonly batchSize?: number;
+  /** Batches a channel holds before the producer waits. Default 4. */
+  readonly channelCapacity?: number;
+  readonly logger?: Logger;
+  /** Where the runtime reports records, checkpoints, commits and restarts (default: nowhere). */
+  readonly metrics?: JobMetrics;
+  /**
+   * Worker threads to run the subtasks on: subtask i of every stage on worker i mod
+   * `workers`, so only keyBy and rebalance edges cross threads. Default: the machine's cores
+   * (`os.availableParallelism()`) for a job loaded from a module ({@link loadJob}), 1 for a
+   * job built inline, whose closures cannot reach another thread (more is refused). Never
+   * more than the largest stage's parallelism; 0 or 1 runs every subtask on this event loop.
+   */
+  readonly workers?: number;
+}
+
+/**
+ * A streaming job: sources, stateless steps, keyed stages and sinks, run with
+ * checkpoints and restarted from the latest one after a failure.
+ *
+ * ```ts
+ * const job = new StreamJob({ name: "demo", checkpoint: { storage: "./checkpoints" } });
+ * job.fromSource(new GeneratorSource({ count: 1000, generate: (i) => ({ id: i }) }))
+ *   .map((r) => ({ ...r, doubled: r.id * 2 }))
+ *   .sinkTo(() => new MySink(), { name: "out" });
+ * await job.execute();
+ * ```
+ */
+export class StreamJob {
+  readonly options: StreamJobOptions;
+  private readonly stages: StageNode[] = [];
+  private readonly ids = new Set<string>();
+  private counter = 0;
+
+  constructor(options: StreamJobOptions) {
+    this.options = options;
+    requirePositiveInteger("parallelism", options.parallelism ?? 1);
+    requirePositiveInteger("maxParallelism", options.maxParallelism ?? 128);
+    if ((options.maxParallelism ?? 128) > MAX_KEY_GROUPS)
+      throw new ConfigurationError(
+        "maxParallelism",
+        `must be at most ${MAX_KEY_GROUPS}, got ${options.maxParallelism}`,
+      );
+    requirePositiveInteger("checkpoint.intervalMs", options.checkpoint.intervalMs ?? 1000);
+    requirePositiveInteger("checkpoint.timeoutMs", options.checkpoint.timeoutMs ?? 60_000);
+    if ((options.checkpoint.minPauseMs ?? 0) < 0)
+      throw new ConfigurationError("checkpoint.minPauseMs", "must not be negative");
+    requireCheckpointingMode(options.checkpointing ?? "exactly-once");
+    if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 0))
+      throw new ConfigurationError("workers", `must be a whole number of threads, got ${options.workers}`);
+  }
+
+  private get defaultParallelism(): number {
+    return this.options.parallelism ?? 1;
+  }
+
+  get maxParallelism(): number {
+    return this.options.maxParallelism ?? 128;
+  }
+
+  /** @internal */
+  addStage(
+    stage: Omit<StageNode, "inputs" | "outputs">,
+    input?: {
+      from: StageNode;
+      chain: readonly ChainStep[];
+      partitioning: Partitioning;
+      codec?: ExchangeCodec<unknown>;
+    },
+  ): StageNode {
+    if (this.ids.has(stage.id)) {
+      const setting = stage.kind === "sink" ? "sink name" : "uid";
+      throw new ConfigurationError(
+        setting,
+        `"${stage.id}" is used twice in job ${this.options.name}; each must be unique`,
+      );
+    }
+    requirePositiveInteger(`parallelism of ${stage.id}`, stage.parallelism);
+    if (stage.parallelism > this.maxParallelism) {
+      throw new ConfigurationError(
+        "maxParallelism",
+        `stage ${stage.id} has parallelism ${stage.parallelism} above maxParallelism ${this.maxParallelism}`,
+      );
+    }
+    this.ids.add(stage.id);
+    const node: StageNode = { ...stage, inputs: [], outputs: [] };
+    if (input) {
+      if (input.partitioning.kind === "forward" && input.from.parallelism !== node.parallelism) {
+        throw new ConfigurationError(
+          "parallelism",
+          `forward edge ${input.from.id} → ${node.id} needs equal parallelism`,
+        );
+      }
+      const edge: Edge = {
+        from: input.from,
+        to: node,
+        chain: input.chain,
+        partitioning: input.partitioning,
+        ...(input.codec ? { codec: input.codec } : {}),
+      };
+      input.from.outputs.push(edge);
+      node.inputs.push(edge);
+    }
+    this.stages.push(node);
+    return node;
+  }
+
+  /** @internal */
+  nextId(kind: string): string {
+    return `${kind}-${++this.counter}`;
+  }
+
+  /** @internal */
+  parallelismOf(options: StageOptions | undefined): number {
+    return options?.parallelism ?? this.defaultParallelism;
+  }
+
+  fromSource<T>(source: Source<T>, options: StageOptions & { watermarks?: WatermarkStrategy<T> } = {}): DataStream<T> {
+    const stage = this.addStage({
+      id: options.uid ?? `source:${source.name}`,
+      kind: "source",
+      parallelism: this.parallelismOf(options),
+      source,
+      ...(options.watermarks ? { watermarks: options.watermarks as WatermarkStrategy<unknown> } : {}),
+    });
+    return new DataStream<T>(this, stage, []);
+  }
+
+  graph(): JobGraph {
+    if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
+    return { stages: this.stages, maxParallelism: this.maxParallelism };
+  }
+
+  /**
+   * @internal What every attempt of the job runs with. A worker thread calls it on the job
+   * it built again from the module, and so gets its own storage instance, logger and metrics.
+   */
+  executionSetup(): {
+    graph: JobGraph;
+    base: Omit<ExecutionOptions, "listener">;
+    restart: RestartStrategy;
+    storage: CheckpointStorage;
+  } {
+    const graph = this.graph();
+    const cp = this.options.checkpoint;
+    const storage = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    const base: Omit<ExecutionOptions, "listener"> = {
+      jobName: this.options.name,
+      checkpoint: {
+        intervalMs: cp.intervalMs ?? 1000,
+        timeoutMs: cp.timeoutMs ?? 60_000,
+        minPauseMs: cp.minPauseMs ?? 0,
+      },
+      checkpointing: this.options.checkpointing ?? "exactly-once",
+      batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
+      channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
+      restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
+      storage,
+      logger: this.options.logger ?? consoleLogger,
+      metrics: this.options.metrics ?? noMetrics,
+    };
+    return { graph, base, restart: this.options.restart ?? {}, storage };
+  }
+
+  /** What the launch decision reads from this job. */
+  private launchRequest(graph: JobGraph): LaunchRequest {
+    return {
+      jobName: this.options.name,
+      graph,
+      workers: this.options.workers,
+      origin: originOf(this),
+      checkpointLocation: this.options.checkpoint.storage,
+    };
+  }
+
+  /** The worker threads `start()` runs the job on; 1 is every subtask on this event loop. */
+  workerThreads(): number {
+    return workerThreads(this.launchRequest(this.graph()));
+  }
+
+  /** Starts the job; the returned client waits for it, stops or cancels it. */
+  start(events: JobEvents = {}): JobClient {
+    const { graph, ...setup } = this.executionSetup();
+    return launch(this.launchRequest(graph), setup, events);
+  }
+
+  /** Runs a bounded job to its end (or an unbounded one until it fails). */
+  execute(events: JobEvents = {}): Promise<JobResult> {
+    return this.start(events).result;
+  }
+}
