@@ -5,11 +5,12 @@ import { configDefaults, defineConfig, type TestProjectInlineConfiguration } fro
 // condition from siblingScript in @exactly/core). Only "node" is added besides: listing
 // "import" here would make pg's require("pg-pool") load pg-pool's ESM build.
 const conditions = ["@exactly/source", "node"];
+const servicesSetup = "packages/testkit/src/services/global-setup.ts";
 
 // The tests that restart the Postgres server, the Kafka broker, Redis and S3 (and SIGKILL Redis
 // and S3), which ends every session on them: they run alone, in "services-restart", before the rest.
 const restarts = [
-  "test/services/postgres/smoke.test.ts",
+  "packages/testkit/src/services/postgres/smoke.test.ts",
   "connectors/postgres/test/postgres-restart.test.ts",
   "connectors/kafka/test/broker-crash.test.ts",
   "connectors/redis/test/redis-faults.test.ts",
@@ -18,7 +19,7 @@ const restarts = [
 
 /**
  * One project a package. `server` projects resolve the test services first
- * (test/services/global-setup.ts); the others need none, and `pnpm test:unit` runs only those.
+ * (@exactly/testkit's global setup); the others need none, and `pnpm test:unit` runs only those.
  */
 function project(
   name: string,
@@ -31,7 +32,7 @@ function project(
       name,
       include,
       exclude: [...configDefaults.exclude, ...restarts, ...(options.exclude ?? [])],
-      ...(options.server ? { globalSetup: ["test/services/global-setup.ts"] } : {}),
+      ...(options.server ? { globalSetup: [servicesSetup] } : {}),
       sequence: { groupOrder: 1 },
     },
   };
@@ -56,7 +57,7 @@ export default defineConfig({
         test: {
           name: "services-restart",
           include: restarts,
-          globalSetup: ["test/services/global-setup.ts"],
+          globalSetup: [servicesSetup],
           // One at a time, and before every other project (groupOrder 0).
           fileParallelism: false,
           sequence: { groupOrder: 0 },
@@ -75,8 +76,8 @@ export default defineConfig({
       // connector installed alone and run against its server.
       project("e2e", ["test/e2e/**/*.test.ts"], { exclude: ["test/e2e/services/**"] }),
       project("e2e-services", ["test/e2e/services/**/*.test.ts"], { server: true }),
-      // The services' own smoke tests.
-      project("services", ["test/services/*/smoke.test.ts"], { server: true }),
+      // The test kit's own tests: one smoke test a service.
+      project("testkit", ["packages/testkit/src/**/*.test.ts"], { server: true }),
     ],
   },
 });

@@ -1,9 +1,9 @@
 // The local file sink's suite with the job's subtasks on two worker threads (subtask i on
 // thread i mod 2), beside the one-loop suite: the "threads" variant's scenarios
-// (test/support/variant-scenarios.ts), every one in `pnpm test:full`.
+// (@exactly/testkit/variant-scenarios), every one in `pnpm test:full`.
 import { conformanceSuite } from "@exactly/conformance";
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { variantScenarios } from "../../../test/support/variant-scenarios.ts";
 import { definition } from "./conformance/local-file-sink.conformance.ts";
 
 conformanceSuite(

@@ -13,9 +13,9 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { crashKafka, kafkaBrokers, restartKafka } from "@exactly/testkit/endpoints";
 import { describe, expect, it } from "vitest";
 import { runWindowSum } from "../../../examples/kafka-window-sum/src/run-window-sum.ts";
-import { crashKafka, kafkaBrokers, restartKafka } from "../../../test/services/endpoints.ts";
 import {
   createTopic,
   exactlyOnceReport,

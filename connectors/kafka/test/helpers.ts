@@ -1,4 +1,4 @@
-export { runFixture } from "../../../test/support/run-fixture.ts";
+export { runFixture } from "@exactly/testkit/run-fixture";
 
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Kafka } from "kafkajs";

@@ -6,9 +6,9 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigurationError, DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { KafkaTransactionalSink, kafkaSink } from "../src/index.ts";
 import {
   createTopic,

@@ -18,9 +18,9 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, PostgresWriteAheadSink, postgresSink, RowRejectedError } from "../src/index.ts";
 import { dropTable, preparedUnder, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
 

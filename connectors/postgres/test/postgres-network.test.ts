@@ -5,10 +5,10 @@
 // added each way. Every record shows exactly once and nothing is left prepared.
 
 import { DeliveryGuarantee } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
+import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
-import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 

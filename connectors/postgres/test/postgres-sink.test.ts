@@ -18,10 +18,10 @@ import {
   silentLogger,
   TransactionLostError,
 } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { startScratchCluster } from "@exactly/testkit/postgres/scratch-cluster";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { startScratchCluster } from "../../../test/services/postgres/scratch-cluster.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, postgresSink, RowRejectedError, sqlstateOf, type TableMapping } from "../src/index.ts";
 import {
   committedIds,

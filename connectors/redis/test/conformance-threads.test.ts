@@ -1,10 +1,10 @@
 // Both Redis sinks' suites with their scenarios' subtasks on two worker threads (each
 // subtask's client made in its own thread), beside the one-loop suites: the "threads"
-// variant's scenarios (test/support/variant-scenarios.ts), every one in `pnpm test:full`.
+// variant's scenarios (@exactly/testkit/variant-scenarios), every one in `pnpm test:full`.
 import { conformanceSuite } from "@exactly/conformance";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { variantScenarios } from "../../../test/support/variant-scenarios.ts";
 import { redisUpsertDefinition, redisWriteAheadDefinition } from "./conformance/redis-sinks.conformance.ts";
 
 for (const definition of [redisUpsertDefinition(redisUrl()), redisWriteAheadDefinition(redisUrl())]) {

@@ -1,5 +1,5 @@
+import { fullRun } from "@exactly/testkit/variant-scenarios";
 import { describe, expect, it } from "vitest";
-import { fullRun } from "../../../test/support/variant-scenarios.ts";
 import { type ConformanceDefinition, type ScenarioName, selectScenarios } from "../src/index.ts";
 import { resolveOptions, runSelected } from "../src/suite.ts";
 import { idempotentDefinition } from "./fixtures/toy-idempotent-sink.ts";

@@ -6,6 +6,7 @@
 import { existsSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { join } from "node:path";
+import { kafkaBrokers, pgUrl, redisUrl, s3Config } from "@exactly/testkit/endpoints";
 import { beforeAll, describe, expect, it } from "vitest";
 import { idCountsUnder, openUploads, testBucket } from "../../../connectors/file/test/s3/helpers.ts";
 import {
@@ -18,7 +19,6 @@ import {
 } from "../../../connectors/kafka/test/helpers.ts";
 import { withClient } from "../../../connectors/postgres/test/helpers.ts";
 import { deleteUnder, keysUnder, readJson, withRedis } from "../../../connectors/redis/test/helpers.ts";
-import { kafkaBrokers, pgUrl, redisUrl, s3Config } from "../../services/endpoints.ts";
 import { freshProject, packWorkspace, root, runTypeScript, tarball, typeCheck } from "../fixtures/packed-packages.ts";
 
 const RECORDS = 20_000;

@@ -3,9 +3,9 @@
 // A variant of a suite that runs whole elsewhere: `pnpm test` runs the scenarios that reach what it
 // changes (variantScenarios("second-s3-server"), with the reason), `pnpm test:full` all of them.
 import { conformanceSuite } from "@exactly/conformance";
+import { s3MotoConfig } from "@exactly/testkit/endpoints";
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { s3MotoConfig } from "../../../../test/services/endpoints.ts";
-import { variantScenarios } from "../../../../test/support/variant-scenarios.ts";
 import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
 
 conformanceSuite(

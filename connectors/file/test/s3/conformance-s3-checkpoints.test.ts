@@ -3,9 +3,9 @@
 // A variant of a suite that runs whole elsewhere: `pnpm test` runs the scenarios that reach what it
 // changes (variantScenarios("s3-checkpoints"), with the reason), `pnpm test:full` all of them.
 import { conformanceSuite } from "@exactly/conformance";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { s3Config } from "../../../../test/services/endpoints.ts";
-import { variantScenarios } from "../../../../test/support/variant-scenarios.ts";
 import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
 
 conformanceSuite(

@@ -16,8 +16,8 @@ import {
   ListPartsCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
+import type { S3Config } from "@exactly/testkit/endpoints";
 import { afterAll } from "vitest";
-import type { S3Config } from "../../../../test/services/endpoints.ts";
 
 export type { S3Config };
 

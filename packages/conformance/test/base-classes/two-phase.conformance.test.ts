@@ -1,7 +1,8 @@
 // Correct sinks on each base class pass the whole suite: the bases' lifecycles hold. One file
 // per sink, so the suites run side by side in CI's workers.
+
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { variantScenarios } from "../../../../test/support/variant-scenarios.ts";
 import { conformanceSuite } from "../../src/index.ts";
 import { toyDefinition } from "../fixtures/toy-sink.ts";
 
