@@ -8,19 +8,12 @@
 import { connect } from "node:net";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { runThroughFault } from "@exactly/testkit/fault-run";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import kafkajs from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { kafkaSink } from "../src/index.ts";
-import {
-  createTopic,
-  exactlyOnceReport,
-  idCounts,
-  newKafka,
-  partitionEnds,
-  readCommitted,
-  uniqueName,
-} from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const RECORDS = 30_000;
 const PARTITIONS = 3;

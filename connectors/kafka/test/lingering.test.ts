@@ -13,10 +13,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { LingeringJson } from "@exactly/testkit/cli-output";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
 import { runExactly } from "@exactly/testkit/run-cli";
 import { runFixture } from "@exactly/testkit/run-fixture";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createTopic, newKafka, partitionEnds, readCommitted, uniqueName } from "./helpers.ts";
+import { createTopic, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const job = fileURLToPath(new URL("./fixtures/crash-job.ts", import.meta.url));
 const PARTITIONS = 2;

@@ -7,6 +7,7 @@
 import { DeliveryGuarantee } from "@exactly/core";
 import { pgUrl } from "@exactly/testkit/endpoints";
 import { runThroughFault } from "@exactly/testkit/fault-run";
+import { uniqueName } from "@exactly/testkit/ids";
 import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import { afterAll, describe, expect, it } from "vitest";
 import { postgresSink } from "../src/index.ts";
@@ -33,7 +34,7 @@ async function runThrough(kind: "two-phase" | "write-ahead", fault: (proxy: TcpP
   const table = tableNameFor();
   tables.push(table);
   await createRecordsTable(pgUrl(), table);
-  const name = `net-${kind}-${Math.random().toString(36).slice(2, 8)}`;
+  const name = uniqueName(`net-${kind}`);
   try {
     const result = await runThroughFault({
       name: "postgres-network",

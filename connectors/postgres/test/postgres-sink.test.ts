@@ -19,6 +19,7 @@ import {
   TransactionLostError,
 } from "@exactly/core";
 import { pgUrl } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
 import { startScratchCluster } from "@exactly/testkit/postgres/scratch-cluster";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
@@ -52,7 +53,7 @@ function freshTable(): string {
 }
 
 function freshName(label: string): string {
-  const name = `test-${label}-${Math.random().toString(36).slice(2, 10)}`;
+  const name = uniqueName(`test-${label}`);
   names.push(name);
   return name;
 }
