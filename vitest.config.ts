@@ -42,7 +42,14 @@ export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions, externalConditions: ["@exactly/source"] } },
   test: {
-    reporters: ["default", "./test/plain-summary-reporter.ts"],
+    // EXACTLY_TEST_REPORT=<file> also writes vitest's JSON report there (.ci/run prints each file's cost from it).
+    reporters: [
+      "default",
+      "./test/plain-summary-reporter.ts",
+      ...(process.env.EXACTLY_TEST_REPORT
+        ? [["json", { outputFile: process.env.EXACTLY_TEST_REPORT }] as ["json", { outputFile: string }]]
+        : []),
+    ],
     testTimeout: 180_000,
     hookTimeout: 300_000,
     // Two test files at a time, on the 2-core CI machine too: a conformance scenario spends
