@@ -4,7 +4,7 @@
 # The first run on a fresh machine installs what is missing (apt, Maven Central, Go module
 # proxy or PyPI) and takes minutes; later runs reuse /var/cache/exactly-services.
 #
-# .ci/run calls this, then: eval "$(node test/services/cli.ts env)"
+# .ci/run calls this, then: eval "$(node packages/testkit/src/services/cli.ts env)"
 #
 # Usage: .ci/services.sh [kafka|postgres|redis|redis-cluster|s3|s3-moto ...]   (all by default)
 set -euo pipefail
@@ -13,10 +13,10 @@ cd "$(dirname "$0")/.."
 services=("$@")
 if [ ${#services[@]} -eq 0 ]; then services=(kafka postgres redis redis-cluster s3 s3-moto); fi
 
-if ! node test/services/cli.ts up "${services[@]}"; then
+if ! node packages/testkit/src/services/cli.ts up "${services[@]}"; then
   echo "services failed to start; logs of the failing ones follow" >&2
   for service in "${services[@]}"; do
-    if ! node test/services/cli.ts status "$service"; then
+    if ! node packages/testkit/src/services/cli.ts status "$service"; then
       log=".services/logs/$service.log"
       echo "----- last 80 lines of $log -----"
       if [ -f "$log" ]; then tail -n 80 "$log"; else echo "(no log written)"; fi
@@ -27,4 +27,4 @@ if ! node test/services/cli.ts up "${services[@]}"; then
 fi
 
 # The S3 secret key is masked here; .ci/run evals the real value from `cli.ts env`.
-node test/services/cli.ts env "${services[@]}" | sed -E 's/^(export EXACTLY_S3_SECRET_KEY=).*/\1***/'
+node packages/testkit/src/services/cli.ts env "${services[@]}" | sed -E 's/^(export EXACTLY_S3_SECRET_KEY=).*/\1***/'

@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runFixture } from "@exactly/testkit/run-fixture";
 import { describe, expect, it } from "vitest";
-import { runFixture } from "../support/run-fixture.ts";
 import { event, RECORDS } from "./fixtures/keyed-window-job.ts";
 
 const script = fileURLToPath(new URL("./fixtures/keyed-window-run.ts", import.meta.url));

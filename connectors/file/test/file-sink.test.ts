@@ -12,7 +12,7 @@ import {
 } from "@exactly/core";
 import { describe, expect, it } from "vitest";
 import { localFileSink, UnsafeBucketPathError, validateBucket } from "../src/index.ts";
-import { idCounts, listOutput } from "./helpers.ts";
+import { idCountsInFiles, listOutput } from "./helpers.ts";
 
 const temp = () => mkdtemp(join(tmpdir(), "exactly-file-"));
 
@@ -94,7 +94,7 @@ describe("rolling", () => {
     expect(hidden).toEqual([]);
     expect(visible.length).toBeGreaterThan(5);
     expect(visible.every((f) => f.endsWith(".jsonl"))).toBe(true);
-    const counts = await idCounts(visible);
+    const counts = await idCountsInFiles(visible);
     expect(counts.size).toBe(2000);
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
   });
@@ -135,7 +135,7 @@ describe("I8: a fresh run into an output folder another run used", () => {
       expect(await runInto(out, join(root, "checkpoints-b"), runB, { guarantee })).toBeUndefined();
       const { visible, hidden } = await listOutput(out);
       expect(hidden).toEqual([]);
-      const counts = await idCounts(visible);
+      const counts = await idCountsInFiles(visible);
       expect(counts.size).toBe(2000);
       expect([...counts.values()].every((n) => n === 1)).toBe(true);
     },

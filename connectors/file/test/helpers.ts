@@ -1,5 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { idCounts } from "@exactly/testkit/ids";
 
 /** All files under `dir`, split into visible (committed output) and hidden ones, skipping `.checkpoints`. */
 export async function listOutput(dir: string): Promise<{ visible: string[]; hidden: string[] }> {
@@ -17,15 +18,8 @@ export async function listOutput(dir: string): Promise<{ visible: string[]; hidd
   return { visible, hidden };
 }
 
-/** Counts each `id` in the visible output. */
-export async function idCounts(files: readonly string[]): Promise<Map<number, number>> {
-  const counts = new Map<number, number>();
-  for (const file of files) {
-    for (const line of (await readFile(file, "utf8")).split("\n")) {
-      if (!line) continue;
-      const { id } = JSON.parse(line) as { id: number };
-      counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-  }
-  return counts;
+/** Each `id` in the JSON lines of `files`. */
+export async function idCountsInFiles(files: readonly string[]): Promise<Map<number, number>> {
+  const lines = await Promise.all(files.map(async (file) => (await readFile(file, "utf8")).split("\n")));
+  return idCounts(lines.flat());
 }

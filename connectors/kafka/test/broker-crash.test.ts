@@ -13,18 +13,11 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { crashKafka, kafkaBrokers, restartKafka } from "@exactly/testkit/endpoints";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { describe, expect, it } from "vitest";
 import { runWindowSum } from "../../../examples/kafka-window-sum/src/run-window-sum.ts";
-import { crashKafka, kafkaBrokers, restartKafka } from "../../../test/services/endpoints.ts";
-import {
-  createTopic,
-  exactlyOnceReport,
-  idCounts,
-  newKafka,
-  partitionEnds,
-  readCommitted,
-  uniqueName,
-} from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const job = fileURLToPath(new URL("./fixtures/crash-job.ts", import.meta.url));
 const RECORDS = 30_000;

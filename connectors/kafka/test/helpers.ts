@@ -1,16 +1,11 @@
-export { runFixture } from "../../../test/support/run-fixture.ts";
+export { runFixture } from "@exactly/testkit/run-fixture";
 
-import { randomUUID } from "node:crypto";
 import kafkajs, { type Kafka } from "kafkajs";
 import { createCluster } from "../src/kafkajs/cluster.ts";
 import { fetchCommitted } from "../src/kafkajs/fetch.ts";
 
 export function newKafka(brokers: string[]): Kafka {
   return new kafkajs.Kafka({ clientId: "exactly-kafka-test", brokers, logLevel: kafkajs.logLevel.NOTHING });
-}
-
-export function uniqueName(what: string): string {
-  return `${what}-${randomUUID().slice(0, 8)}`;
 }
 
 /**
@@ -195,16 +190,6 @@ export async function partitionEnds(
   } finally {
     await cluster.disconnect();
   }
-}
-
-/** How often each numeric id occurs among JSON values `{ id }`. */
-export function idCounts(values: readonly string[]): Map<number, number> {
-  const counts = new Map<number, number>();
-  for (const value of values) {
-    const { id } = JSON.parse(value) as { id: number };
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  return counts;
 }
 
 /** Lost and duplicated ids among 0…n−1. */

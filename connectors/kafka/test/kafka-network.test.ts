@@ -6,21 +6,14 @@
 // once and no transaction is left open.
 
 import { connect } from "node:net";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
+import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import kafkajs from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
-import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
 import { kafkaSink } from "../src/index.ts";
-import {
-  createTopic,
-  exactlyOnceReport,
-  idCounts,
-  newKafka,
-  partitionEnds,
-  readCommitted,
-  uniqueName,
-} from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const RECORDS = 30_000;
 const PARTITIONS = 3;

@@ -6,19 +6,12 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigurationError, DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { KafkaTransactionalSink, kafkaSink } from "../src/index.ts";
-import {
-  createTopic,
-  exactlyOnceReport,
-  idCounts,
-  newKafka,
-  partitionEnds,
-  readCommitted,
-  uniqueName,
-} from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

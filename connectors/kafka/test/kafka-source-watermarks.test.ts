@@ -3,11 +3,12 @@
 // has been idle for the strategy's idleTimeoutMs.
 
 import { type JobEvents, StreamJob, silentLogger, TumblingEventTimeWindows } from "@exactly/core";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
 import { describe, expect, it } from "vitest";
 import { MemorySink, MemoryStore, tempDir } from "../../../packages/core/test/helpers.ts";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
 import { KafkaSource } from "../src/index.ts";
-import { createTopic, newKafka, uniqueName } from "./helpers.ts";
+import { createTopic, newKafka } from "./helpers.ts";
 
 interface Reading {
   readonly ts: number;

@@ -6,20 +6,13 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
 import { createCluster } from "../src/kafkajs/cluster.ts";
 import { beginTransaction } from "../src/kafkajs/producers.ts";
 import { endTransaction } from "../src/kafkajs/transactions.ts";
-import {
-  createTopic,
-  exactlyOnceReport,
-  idCounts,
-  newKafka,
-  readCommitted,
-  runFixture,
-  uniqueName,
-} from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, readCommitted, runFixture } from "./helpers.ts";
 
 const job = fileURLToPath(new URL("./fixtures/source-job.ts", import.meta.url));
 const RECORDS = 12_000;

@@ -3,14 +3,15 @@
 // repeating that commit, listing and fencing a lingering transaction, and a stale epoch
 // never committing a later transaction of the same id (FLINK-8132).
 
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
 import type { Kafka } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
 import { createCluster, type InternalCluster } from "../src/kafkajs/cluster.ts";
 import { PINNED_KAFKAJS_VERSION } from "../src/kafkajs/load.ts";
 import { beginTransaction } from "../src/kafkajs/producers.ts";
 import { endTransaction, fenceTransactionalId, listTransactions } from "../src/kafkajs/transactions.ts";
-import { createTopic, newKafka, partitionEnds, readCommitted, uniqueName } from "./helpers.ts";
+import { createTopic, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const TIMEOUT = 60_000;
 

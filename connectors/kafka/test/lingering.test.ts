@@ -11,23 +11,24 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { LingeringJson } from "@exactly/testkit/cli-output";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
+import { runExactly } from "@exactly/testkit/run-cli";
+import { runFixture } from "@exactly/testkit/run-fixture";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LingeringReport } from "../../../packages/cli/src/lingering/lingering-command.ts";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
-import { runExactly } from "../../../test/support/run-cli.ts";
-import { runFixture } from "../../../test/support/run-fixture.ts";
-import { createTopic, newKafka, partitionEnds, readCommitted, uniqueName } from "./helpers.ts";
+import { createTopic, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
 const job = fileURLToPath(new URL("./fixtures/crash-job.ts", import.meta.url));
 const PARTITIONS = 2;
 
-async function lingering(...args: string[]): Promise<{ report: LingeringReport; exitCode: unknown }> {
+async function lingering(...args: string[]): Promise<{ report: LingeringJson; exitCode: unknown }> {
   process.exitCode = undefined;
   const printed = await runExactly("lingering", "kafka", "--brokers", kafkaBrokers().join(","), "--json", ...args);
   const exitCode = process.exitCode;
   process.exitCode = undefined;
   vi.restoreAllMocks();
-  return { report: JSON.parse(printed.join("\n")) as LingeringReport, exitCode };
+  return { report: JSON.parse(printed.join("\n")) as LingeringJson, exitCode };
 }
 
 /**

@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConfigurationError, FileSystemCheckpointStorage } from "@exactly/core";
+import type { LingeringJson } from "@exactly/testkit/cli-output";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { runExactly } from "@exactly/testkit/run-cli";
+import { runFixture } from "@exactly/testkit/run-fixture";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LingeringReport } from "../../../packages/cli/src/lingering/lingering-command.ts";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { runExactly } from "../../../test/support/run-cli.ts";
-import { runFixture } from "../../../test/support/run-fixture.ts";
 import type { TwoPhaseJobConfig } from "./fixtures/two-phase-job.ts";
 import {
   createRecordsTable,
@@ -34,13 +34,13 @@ async function killedJob(config: Omit<TwoPhaseJobConfig, "checkpoints">, fault: 
   return checkpoints;
 }
 
-async function lingering(...args: string[]): Promise<{ report: LingeringReport; exitCode: unknown }> {
+async function lingering(...args: string[]): Promise<{ report: LingeringJson; exitCode: unknown }> {
   process.exitCode = undefined;
   const printed = await runExactly("lingering", "postgres", "--pg-url", pgUrl(), "--json", ...args);
   const exitCode = process.exitCode;
   process.exitCode = undefined;
   vi.restoreAllMocks();
-  return { report: JSON.parse(printed.join("\n")) as LingeringReport, exitCode };
+  return { report: JSON.parse(printed.join("\n")) as LingeringJson, exitCode };
 }
 
 /** The gids the latest complete checkpoint's sink state holds as pre-committed. */

@@ -18,9 +18,10 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, PostgresWriteAheadSink, postgresSink, RowRejectedError } from "../src/index.ts";
 import { dropTable, preparedUnder, rollbackPreparedUnder, tableNameFor, withClient } from "./helpers.ts";
 
@@ -35,7 +36,7 @@ function freshTable(): string {
 }
 
 function freshName(label: string): string {
-  const name = `hard-${label}-${Math.random().toString(36).slice(2, 10)}`;
+  const name = uniqueName(`hard-${label}`);
   names.push(name);
   return name;
 }

@@ -5,10 +5,11 @@
 // added each way. Every record shows exactly once and nothing is left prepared.
 
 import { DeliveryGuarantee } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
+import { uniqueName } from "@exactly/testkit/ids";
+import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
-import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 
@@ -33,7 +34,7 @@ async function runThrough(kind: "two-phase" | "write-ahead", fault: (proxy: TcpP
   const table = tableNameFor();
   tables.push(table);
   await createRecordsTable(pgUrl(), table);
-  const name = `net-${kind}-${Math.random().toString(36).slice(2, 8)}`;
+  const name = uniqueName(`net-${kind}`);
   try {
     const result = await runThroughFault({
       name: "postgres-network",

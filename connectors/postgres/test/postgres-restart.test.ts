@@ -7,9 +7,9 @@
 // Runs in the "services-restart" project, alone: the restart ends every session on the server.
 
 import { DeliveryGuarantee } from "@exactly/core";
+import { crashPostgres, pgUrl, restartPostgres } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
 import { afterAll, describe, expect, it } from "vitest";
-import { crashPostgres, pgUrl, restartPostgres } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
 import { postgresSink } from "../src/index.ts";
 import { committedIds, createRecordsTable, dropTable, preparedUnder, RECORD_COLUMNS, tableNameFor } from "./helpers.ts";
 

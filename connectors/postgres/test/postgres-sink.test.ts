@@ -18,10 +18,11 @@ import {
   silentLogger,
   TransactionLostError,
 } from "@exactly/core";
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
+import { startScratchCluster } from "@exactly/testkit/postgres/scratch-cluster";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
-import { pgUrl } from "../../../test/services/endpoints.ts";
-import { startScratchCluster } from "../../../test/services/postgres/scratch-cluster.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { PostgresTwoPhaseSink, postgresSink, RowRejectedError, sqlstateOf, type TableMapping } from "../src/index.ts";
 import {
   committedIds,
@@ -52,7 +53,7 @@ function freshTable(): string {
 }
 
 function freshName(label: string): string {
-  const name = `test-${label}-${Math.random().toString(36).slice(2, 10)}`;
+  const name = uniqueName(`test-${label}`);
   names.push(name);
   return name;
 }

@@ -2,7 +2,7 @@
  * What the Redis tests share: a client on the test server or Cluster, fresh key prefixes, what
  * a reader sees.
  */
-import { randomUUID } from "node:crypto";
+import { uniqueName } from "@exactly/testkit/ids";
 import { Cluster, Redis } from "ioredis";
 import { type RedisClusterConnection, versionKeyOf } from "../src/index.ts";
 
@@ -29,7 +29,7 @@ function servers(client: Redis | Cluster): Redis[] {
 }
 
 export function freshPrefix(label: string): string {
-  return `test:${label}:${randomUUID().slice(0, 8)}:`;
+  return `${uniqueName(`test:${label}`, ":")}:`;
 }
 
 /** Every key under `prefix` (SCAN, not KEYS), version keys included. */

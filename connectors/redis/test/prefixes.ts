@@ -2,8 +2,9 @@
  * Fresh key prefixes for a test file, deleted after it (not in helpers.ts: the conformance
  * module, which a child process loads, imports those, and this imports vitest).
  */
+
+import { redisUrl } from "@exactly/testkit/endpoints";
 import { afterAll } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
 import { deleteUnder, freshPrefix } from "./helpers.ts";
 
 export function prefixesDeletedAfterAll(): (label: string) => string {

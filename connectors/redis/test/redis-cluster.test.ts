@@ -8,10 +8,10 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigurationError, GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
+import { redisClusterNodes } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import type { Cluster } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisClusterNodes } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "../src/index.ts";
 import { deleteUnder, freshPrefix, keysUnder, readJson, rejection, withRedis } from "./helpers.ts";
 

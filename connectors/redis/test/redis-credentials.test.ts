@@ -7,10 +7,10 @@
 import { randomUUID } from "node:crypto";
 import { inspect } from "node:util";
 import { ConfigurationError } from "@exactly/core";
+import { redisClusterNodes, redisUrl } from "@exactly/testkit/endpoints";
+import { startScratchRedis } from "@exactly/testkit/redis/scratch-server";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { redisClusterNodes, redisUrl } from "../../../test/services/endpoints.ts";
-import { startScratchRedis } from "../../../test/services/redis/scratch-server.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { type RedisConnectionOptions, RedisUpsertSink } from "../src/index.ts";
 import { rejection, withRedis } from "./helpers.ts";
 

@@ -7,10 +7,10 @@
 // Runs in the "services-restart" project, alone: the fault ends every connection to the server.
 
 import type { SinkFactory } from "@exactly/core";
+import { crashRedis, redisUrl, restartRedis } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
-import { crashRedis, redisUrl, restartRedis } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
 import { RedisUpsertSink, RedisWriteAheadSink, versionKeyOf } from "../src/index.ts";
 import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
 

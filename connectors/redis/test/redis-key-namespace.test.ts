@@ -14,9 +14,9 @@ import {
   RecordWriteError,
   type SinkContext,
 } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import {
   RedisAtLeastOnceSink,
   type RedisOperation,

@@ -6,10 +6,10 @@
 // last record.
 
 import type { SinkFactory } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
+import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import { afterAll, describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../test/support/fault-run.ts";
-import { startTcpProxy, type TcpProxy } from "../../../test/support/tcp-proxy.ts";
 import { RedisUpsertSink, RedisWriteAheadSink, versionKeyOf } from "../src/index.ts";
 import { deleteUnder, freshPrefix, withRedis } from "./helpers.ts";
 

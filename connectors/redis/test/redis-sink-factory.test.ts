@@ -3,8 +3,8 @@
 // the sinks' port.
 
 import { ConfigurationError, DeliveryGuarantee } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
 import { describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
 import {
   connectRedisReader,
   RedisAtLeastOnceSink,

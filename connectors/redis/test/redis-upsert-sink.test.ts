@@ -15,10 +15,10 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { startScratchRedis } from "@exactly/testkit/redis/scratch-server";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { startScratchRedis } from "../../../test/services/redis/scratch-server.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { RedisUpsertSink, type RedisUpsertSinkOptions, versionKeyOf } from "../src/index.ts";
 import { readJson, rejection, withRedis } from "./helpers.ts";
 import { prefixesDeletedAfterAll } from "./prefixes.ts";

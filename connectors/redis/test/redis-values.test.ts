@@ -10,10 +10,10 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSystemCheckpointStorage, type RecordPosition, RecordWriteError, type SinkContext } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { startScratchRedis } from "@exactly/testkit/redis/scratch-server";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { startScratchRedis } from "../../../test/services/redis/scratch-server.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import {
   RedisAtLeastOnceSink,
   type RedisOperation,

@@ -15,9 +15,9 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { redisUrl } from "../../../test/services/endpoints.ts";
-import { sinkContext } from "../../../test/support/sink-context.ts";
 import { type RedisOperation, RedisWriteAheadSink } from "../src/index.ts";
 import { rejection, withRedis } from "./helpers.ts";
 import { prefixesDeletedAfterAll } from "./prefixes.ts";

@@ -2,9 +2,9 @@
 // (its output was once cut at 1 MiB), and a run of kcat that failed is never taken for a check.
 
 import { randomUUID } from "node:crypto";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import kafkajs from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
 import { readCommittedWithKcat } from "../src/read-committed.ts";
 
 describe("reading the output with kcat", () => {

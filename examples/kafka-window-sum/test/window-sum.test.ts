@@ -1,5 +1,5 @@
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { describe, expect, it } from "vitest";
-import { kafkaBrokers } from "../../../test/services/endpoints.ts";
 import { runWindowSum } from "../src/run-window-sum.ts";
 
 describe("example: Kafka window sum", () => {

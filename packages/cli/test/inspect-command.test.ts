@@ -6,8 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileSystemCheckpointStorage, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { localFileSink } from "@exactly/file";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../../../test/support/run-cli.ts";
 import type { CheckpointReport } from "../src/inspect/inspect-command.ts";
 
 const RECORDS = 20_000;

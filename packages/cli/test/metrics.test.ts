@@ -7,8 +7,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../../../test/support/run-cli.ts";
 import { PrometheusMetrics, serveMetrics } from "../src/metrics/prometheus-metrics.ts";
 
 /** The named series the operating guide documents; every one must be served. */

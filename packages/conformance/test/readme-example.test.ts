@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
 // The README's custom sink is the region of fixtures/ledger-sink.ts, which the conformance
-// suite runs (base-classes.conformance.test.ts): the README shows only code that passes it.
+// suite runs (base-classes/readme-ledger.conformance.test.ts): the README shows only code that passes it.
 describe("README example", () => {
   it("is the code of the ledger sink the conformance suite runs", async () => {
     const readme = await readFile(new URL("../../../README.md", import.meta.url), "utf8");

@@ -5,7 +5,7 @@ import { definition } from "./fixtures/toy-sqlite-sink.ts";
 
 // A sink on node:sqlite does no asynchronous operation inside its hooks: the suite must
 // still kill it inside them (between two statements), and say so, rather than end
-// inconclusive. The whole suite on this sink runs in base-classes.conformance.test.ts.
+// inconclusive. The whole suite on this sink runs in base-classes/synchronous-client.conformance.test.ts.
 describe("a sink on a synchronous client (node:sqlite)", () => {
   const { profile, seed } = resolveOptions();
 

@@ -1,6 +1,7 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sinkContext } from "@exactly/testkit/sink-context";
 import {
   type Batch,
   FileSystemCheckpointStorage,
@@ -85,21 +86,17 @@ export function recordingLogger(): Logger & { warnings: string[] } {
   return { warnings, info: () => {}, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) };
 }
 
-/** A sink context for driving a sink's hooks directly, without a job. */
-export async function sinkContext(overrides: Partial<SinkContext> = {}): Promise<SinkContext> {
-  return {
-    sinkId: "s",
-    subtask: 0,
-    parallelism: 1,
-    previousParallelism: undefined,
-    restoredCheckpointId: undefined,
-    restoredStates: [],
-    allRestoredStates: [],
+/**
+ * The test kit's sink context for driving a sink's hooks directly, with checkpoint storage in
+ * a fresh temporary directory, a logger that keeps warnings and a 60 s checkpoint timeout.
+ */
+export async function sinkContextOnDisk(overrides: Partial<SinkContext> = {}): Promise<SinkContext> {
+  return sinkContext("s", {
     storage: new FileSystemCheckpointStorage(await tempDir()),
     logger: recordingLogger(),
     checkpointTiming: { intervalMs: 1000, timeoutMs: 60_000, restartDelayMs: 10_000 },
     ...overrides,
-  };
+  });
 }
 
 export function batchOf<T>(values: T[], source = "test"): Batch<T> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CommitFailedError, TransactionLostError, TransientError } from "../src/index.ts";
-import { batchOf, MemorySink, MemoryStore, type MemoryTxn, recordingLogger, sinkContext } from "./helpers.ts";
+import { batchOf, MemorySink, MemoryStore, type MemoryTxn, recordingLogger, sinkContextOnDisk } from "./helpers.ts";
 
 class FlakySink extends MemorySink<number> {
   failures: Error[] = [];
@@ -15,7 +15,7 @@ describe("TwoPhaseCommitSink", () => {
   it("I5: commits every pending transaction up to the completed checkpoint, in order, once", async () => {
     const store = new MemoryStore();
     const sink = new MemorySink<number>(store);
-    await sink.open(await sinkContext());
+    await sink.open(await sinkContextOnDisk());
     for (const id of [1, 2, 3]) {
       await sink.writeBatch(batchOf([id * 10, id * 10 + 1]));
       await sink.snapshotState(id);
@@ -43,7 +43,7 @@ describe("TwoPhaseCommitSink", () => {
   it("does not pre-commit or commit an empty transaction, and keeps it open", async () => {
     const store = new MemoryStore();
     const sink = new MemorySink<number>(store);
-    await sink.open(await sinkContext());
+    await sink.open(await sinkContextOnDisk());
     const state = await sink.snapshotState(1);
     await sink.notifyCheckpointComplete(1);
     expect(state.pending).toEqual([]);
@@ -59,21 +59,21 @@ describe("TwoPhaseCommitSink", () => {
   it("I2: recovers: commits restored pending transactions, aborts the open one", async () => {
     const store = new MemoryStore();
     const first = new MemorySink<number>(store);
-    await first.open(await sinkContext());
+    await first.open(await sinkContextOnDisk());
     await first.writeBatch(batchOf([1, 2]));
     const state = await first.snapshotState(1);
     await first.writeBatch(batchOf([3]));
     // The process dies here: checkpoint 1 is durable, nothing committed, s-0-2 open.
     const second = new MemorySink<number>(store);
     await second.open(
-      await sinkContext({ restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
+      await sinkContextOnDisk({ restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
     );
     expect(store.committed).toEqual([1, 2]);
     expect(store.log).toContain("abort s-0-2");
     // Committing again (recovery after a crash mid-commit) is harmless.
     const third = new MemorySink<number>(store);
     await third.open(
-      await sinkContext({ restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
+      await sinkContextOnDisk({ restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
     );
     expect(store.committed).toEqual([1, 2]);
   });
@@ -81,7 +81,7 @@ describe("TwoPhaseCommitSink", () => {
   it("retries transient commit errors and fails on permanent ones with the checkpoint id", async () => {
     const store = new MemoryStore();
     const sink = new FlakySink(store, {});
-    await sink.open(await sinkContext());
+    await sink.open(await sinkContextOnDisk());
     sink.failures = [new TransientError("blip"), new TransientError("blip again")];
     await sink.writeBatch(batchOf([1]));
     await sink.snapshotState(1);
@@ -100,7 +100,7 @@ describe("TwoPhaseCommitSink", () => {
     const store = new MemoryStore();
     const logger = recordingLogger();
     const sink = new FlakySink(store, { transactionTimeoutMs: 1 });
-    await sink.open(await sinkContext({ logger }));
+    await sink.open(await sinkContextOnDisk({ logger }));
     await sink.writeBatch(batchOf([1]));
     await sink.snapshotState(1);
     await new Promise((r) => setTimeout(r, 20));
@@ -127,7 +127,7 @@ describe("TwoPhaseCommitSink", () => {
       }
     }
     const sink = new SlowWriteSink(store);
-    await sink.open(await sinkContext());
+    await sink.open(await sinkContextOnDisk());
     await sink.writeBatch(batchOf([1]));
     await sink.snapshotState(1);
     sink.slow = true;

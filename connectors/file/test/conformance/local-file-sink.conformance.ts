@@ -7,7 +7,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConformanceDefinition, ConformanceRecord, SinkFactoryContext } from "@exactly/conformance";
 import { localFileSink } from "../../src/index.ts";
-import { idCounts, listOutput } from "../helpers.ts";
+import { idCountsInFiles, listOutput } from "../helpers.ts";
 
 const outDir = (dir: string) => join(dir, "out");
 
@@ -25,7 +25,7 @@ export const definition: ConformanceDefinition = {
   async readCommitted(scope) {
     const dir = outDir(scope.dir);
     if (!(await readdir(scope.dir)).includes("out")) return [];
-    const counts = await idCounts((await listOutput(dir)).visible);
+    const counts = await idCountsInFiles((await listOutput(dir)).visible);
     return [...counts].flatMap(([id, n]) => Array<number>(n).fill(id));
   },
   async probeLingering(scope) {

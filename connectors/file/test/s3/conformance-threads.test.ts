@@ -1,10 +1,10 @@
 // The S3 file sink's suite with its scenarios' subtasks on two worker threads (each
-// subtask's S3 client made in its own thread), beside the one-loop suites: the scenarios
-// threadedScenarios() names, or every one with EXACTLY_CONFORMANCE=full.
+// subtask's S3 client made in its own thread), beside the one-loop suites: the "threads"
+// variant's scenarios (@exactly/testkit/variant-scenarios), every one in `pnpm test:full`.
 import { conformanceSuite } from "@exactly/conformance";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
-import { s3Config } from "../../../../test/services/endpoints.ts";
-import { threadedScenarios } from "../../../../test/support/threaded-scenarios.ts";
 import { s3FileSinkDefinition } from "./conformance/s3-file-sink.conformance.ts";
 
 const definition = s3FileSinkDefinition({
@@ -17,5 +17,5 @@ const definition = s3FileSinkDefinition({
 conformanceSuite(
   { describe, it },
   { ...definition, name: `${definition.name} on two worker threads`, workers: 2 },
-  { only: threadedScenarios() },
+  { only: variantScenarios("threads") },
 );

@@ -16,8 +16,9 @@ import {
   ListPartsCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
+import type { S3Config } from "@exactly/testkit/endpoints";
+import { idCounts } from "@exactly/testkit/ids";
 import { afterAll } from "vitest";
-import type { S3Config } from "../../../../test/services/endpoints.ts";
 
 export type { S3Config };
 
@@ -81,15 +82,10 @@ export async function readObject(client: S3Client, bucket: string, key: string):
 
 /** Each `id` in the JSON lines of every object under `prefix`. */
 export async function idCountsUnder(client: S3Client, bucket: string, prefix: string): Promise<Map<number, number>> {
-  const counts = new Map<number, number>();
-  for (const key of await listKeys(client, bucket, prefix)) {
-    for (const line of (await readObject(client, bucket, key)).split("\n")) {
-      if (!line) continue;
-      const { id } = JSON.parse(line) as { id: number };
-      counts.set(id, (counts.get(id) ?? 0) + 1);
-    }
-  }
-  return counts;
+  const lines: string[] = [];
+  for (const key of await listKeys(client, bucket, prefix))
+    lines.push(...(await readObject(client, bucket, key)).split("\n"));
+  return idCounts(lines);
 }
 
 /**

@@ -10,11 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
+import type { LingeringJson } from "@exactly/testkit/cli-output";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { runExactly } from "@exactly/testkit/run-cli";
+import { runFixture } from "@exactly/testkit/run-fixture";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { LingeringReport } from "../../../../packages/cli/src/lingering/lingering-command.ts";
-import { s3Config } from "../../../../test/services/endpoints.ts";
-import { runExactly } from "../../../../test/support/run-cli.ts";
-import { runFixture } from "../../../../test/support/run-fixture.ts";
 import type { S3JobConfig } from "./fixtures/s3-job.ts";
 import { openUploads, testBucket } from "./helpers.ts";
 
@@ -56,7 +56,7 @@ describe("exactly lingering s3", () => {
     const exitCode = process.exitCode;
     process.exitCode = undefined;
     vi.restoreAllMocks();
-    return { report: JSON.parse(printed.join("\n")) as LingeringReport, exitCode };
+    return { report: JSON.parse(printed.join("\n")) as LingeringJson, exitCode };
   }
 
   it("spares the uploads a durable checkpoint pre-committed; without --checkpoints --abort refuses and --abort-without-checkpoints ends every one", async () => {
@@ -87,7 +87,7 @@ describe("exactly lingering s3", () => {
     for (const uploadId of pending) expect(open).toContain(uploadId);
 
     const listed = await lingering(prefix, "--checkpoints", checkpoints, "--abort", "--yes");
-    const uploadOf = (item: LingeringReport["items"][number]) => item.reference;
+    const uploadOf = (item: LingeringJson["items"][number]) => item.reference;
     expect(
       listed.report.items
         .filter((i) => i.status === "pre-committed")

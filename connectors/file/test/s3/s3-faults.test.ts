@@ -5,9 +5,9 @@
 // Runs in the "services-restart" project, alone: the fault ends every connection to the server.
 
 import { randomBytes } from "node:crypto";
+import { crashS3, restartS3, s3Config } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
 import { describe, expect, it } from "vitest";
-import { crashS3, restartS3, s3Config } from "../../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../../test/support/fault-run.ts";
 import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
 import { idCountsUnder, listKeys, openUploads, testBucket } from "./helpers.ts";
 

@@ -2,8 +2,8 @@
 // credentials (moto accepts any).
 import { randomBytes } from "node:crypto";
 import { inspect } from "node:util";
+import { s3Config } from "@exactly/testkit/endpoints";
 import { describe, expect, it } from "vitest";
-import { s3Config } from "../../../../test/services/endpoints.ts";
 import { s3FileSink } from "../../src/s3/index.ts";
 import { testBucket } from "./helpers.ts";
 import { configurationErrorIn, runS3Job, s3SinkSuite } from "./s3-sink-suite.ts";

@@ -5,10 +5,10 @@
 // of latency is added each way. Every record lands once and no multipart upload is left.
 
 import { randomBytes } from "node:crypto";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { runThroughFault } from "@exactly/testkit/fault-run";
+import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
 import { describe, expect, it } from "vitest";
-import { s3Config } from "../../../../test/services/endpoints.ts";
-import { runThroughFault } from "../../../../test/support/fault-run.ts";
-import { startTcpProxy, type TcpProxy } from "../../../../test/support/tcp-proxy.ts";
 import { MIN_PART_BYTES, s3FileSink } from "../../src/s3/index.ts";
 import { idCountsUnder, openUploads, testBucket } from "./helpers.ts";
 

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../../../../test/support/run-cli.ts";
 
 const cli = fileURLToPath(new URL("../../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 const RECORDS = 100_000;

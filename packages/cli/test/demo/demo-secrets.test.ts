@@ -5,8 +5,8 @@
 import { readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { runExactly } from "../../../../test/support/run-cli.ts";
 
 /** The command lines of this process's children, as another user sees them. */
 async function childCommandLines(): Promise<string[]> {

@@ -1,5 +1,5 @@
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { kafkaBrokers } from "../../../../../test/services/endpoints.ts";
 import { buildProgram } from "../../../src/main.ts";
 
 /** Runs `exactly <args>` in this process and returns what it printed to stdout. */

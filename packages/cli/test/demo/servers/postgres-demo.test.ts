@@ -2,10 +2,10 @@
 // into a table it creates, reads it back itself, and reports exactly once with no prepared
 // transaction left, for both exactly-once sinks; at-least-once with kills shows duplicates.
 
+import { pgUrl } from "@exactly/testkit/endpoints";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { dropTable, tableNameFor, withClient } from "../../../../../connectors/postgres/test/helpers.ts";
-import { pgUrl } from "../../../../../test/services/endpoints.ts";
-import { runExactly } from "../../../../../test/support/run-cli.ts";
 
 const demo = (table: string, ...args: string[]) =>
   runExactly(

@@ -2,10 +2,10 @@
 // HINCRBY counts come out exact for every key and the upsert sink's latest seq is each key's
 // record count; at least once, with kills, the plain pipelined increments count extra.
 
+import { redisUrl } from "@exactly/testkit/endpoints";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deleteUnder, freshPrefix, withRedis } from "../../../../../connectors/redis/test/helpers.ts";
-import { redisUrl } from "../../../../../test/services/endpoints.ts";
-import { runExactly } from "../../../../../test/support/run-cli.ts";
 
 const demo = (keyPrefix: string, ...args: string[]) =>
   runExactly(

@@ -4,6 +4,8 @@
 
 import { randomBytes } from "node:crypto";
 import { PutObjectCommand } from "@aws-sdk/client-s3";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   clearPrefix,
@@ -12,8 +14,6 @@ import {
   openUploads,
   withS3,
 } from "../../../../../connectors/file/test/s3/helpers.ts";
-import { s3Config } from "../../../../../test/services/endpoints.ts";
-import { runExactly } from "../../../../../test/support/run-cli.ts";
 import type { CheckpointReport } from "../../../src/inspect/inspect-command.ts";
 
 const bucket = "exactly-demo-test";

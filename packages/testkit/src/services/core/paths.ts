@@ -10,8 +10,8 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-// Three levels up from test/services/core/.
-export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+// Five levels up from packages/testkit/src/services/core/.
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../../../../..");
 
 /** Runtime state of this clone's services: data, pid files, logs. */
 export const stateDir = process.env.EXACTLY_SERVICES_STATE ?? join(repoRoot, ".services");

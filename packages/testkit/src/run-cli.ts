@@ -2,8 +2,8 @@
 // it printed to stdout (its progress bar and stderr are silenced). The demo tests of each
 // connector use it.
 
+import { buildProgram } from "@exactly/cli";
 import { vi } from "vitest";
-import { buildProgram } from "../../packages/cli/src/main.ts";
 
 export async function runExactly(...args: string[]): Promise<string[]> {
   const printed: string[] = [];

@@ -18,7 +18,7 @@ function resolved<E>(module: ServiceModule<E>): Resolved<E> {
   const entry = (inject(PROVIDED_KEY) as ProvidedServices | undefined)?.[module.name];
   if (!entry) {
     throw new Error(
-      `no ${module.name} endpoint: test/services/global-setup.ts did not run; add it to vitest's globalSetup`,
+      `no ${module.name} endpoint: @exactly/testkit's services/global-setup.ts did not run; add it to vitest's globalSetup`,
     );
   }
   if (!entry.ok) throw new Error(`no ${module.name} endpoint: ${entry.error}`);

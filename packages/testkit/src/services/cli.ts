@@ -23,7 +23,7 @@ process.on("warning", (warning) => {
   if (warning.name !== "TimeoutNegativeWarning") console.warn(warning);
 });
 
-const USAGE = `usage: node test/services/cli.ts up|down|status|env [${SERVICES.map((m) => m.name).join("|")} ...]`;
+const USAGE = `usage: node packages/testkit/src/services/cli.ts up|down|status|env [${SERVICES.map((m) => m.name).join("|")} ...]`;
 const started = Date.now();
 
 /** A service named on the command line, with its launcher. */

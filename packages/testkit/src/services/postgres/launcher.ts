@@ -16,7 +16,7 @@ import { type PostgresEndpoint, postgres } from "./module.ts";
 const HOST = "127.0.0.1";
 const PORT = 55432;
 const DATABASE = "exactly";
-const SETTINGS = `# Written by test/services/postgres/launcher.ts on every start.
+const SETTINGS = `# Written by packages/testkit/src/services/postgres/launcher.ts on every start.
 listen_addresses = '${HOST}'
 port = ${PORT}
 # TCP only: Debian's socket dir /var/run/postgresql may not exist, and a socket under a deep

@@ -1,0 +1,17 @@
+// Prints what each test file cost in a CI run, from vitest's JSON report: the ten slowest files
+// and the time from the first file's start to the last one's end.
+import { readFileSync } from "node:fs";
+import { relative } from "node:path";
+
+interface JsonReport {
+  readonly testResults: readonly { readonly name: string; readonly startTime: number; readonly endTime: number }[];
+}
+
+const report = JSON.parse(readFileSync(process.argv[2] ?? "", "utf8")) as JsonReport;
+const files = report.testResults
+  .map((r) => ({ file: relative(process.cwd(), r.name), seconds: (r.endTime - r.startTime) / 1000 }))
+  .sort((a, b) => b.seconds - a.seconds);
+const start = Math.min(...report.testResults.map((r) => r.startTime));
+const end = Math.max(...report.testResults.map((r) => r.endTime));
+console.log(`vitest: ${files.length} files in ${((end - start) / 1000).toFixed(0)} s; the ten slowest:`);
+for (const { file, seconds } of files.slice(0, 10)) console.log(`${seconds.toFixed(0).padStart(6)} s  ${file}`);
