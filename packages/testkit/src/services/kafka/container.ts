@@ -3,7 +3,7 @@
 import { KafkaContainer } from "@testcontainers/kafka";
 import { serviceContainer } from "../core/container.ts";
 import type { ServiceContainer } from "../core/service-module.ts";
-import type { KafkaEndpoint } from "./module.ts";
+import type { KafkaEndpoint } from "./endpoint.ts";
 
 // Confluent Platform 8.0 is Apache Kafka 4.0; tags >= 8 run in KRaft mode.
 const KAFKA_IMAGE = "confluentinc/cp-kafka:8.0.0";

@@ -9,8 +9,8 @@ import { aptTool } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
-import type { Launcher } from "../core/service-module.ts";
-import { type KafkaEndpoint, kafka } from "./module.ts";
+import type { Launcher, ServiceModule } from "../core/service-module.ts";
+import type { KafkaEndpoint } from "./endpoint.ts";
 
 export const KAFKA_VERSION = "4.1.1";
 // Kafka 4.1 logs through SLF4J 1.7 and ships log4j2 (core 2.24.3) without an SLF4J binding in
@@ -188,44 +188,47 @@ async function formatStorage(java: string, logDir: string): Promise<void> {
   );
 }
 
-const spec: DaemonSpec<KafkaEndpoint> = {
-  module: kafka,
-  host: HOST,
-  ports: [PORT, CONTROLLER_PORT],
-  endpoint: () => ({ brokers: [`${HOST}:${PORT}`] }),
-  looksLikeOurs: (cmdline) => cmdline.includes("kafka.Kafka") && cmdline.includes(serverProperties()),
-  install,
-  start: async () => {
-    const java = which("java");
-    if (!java) throw new Error("java not found");
-    const logDir = join(kafkaDir(), "data");
-    mkdirSync(logDir, { recursive: true });
-    writeFileSync(serverProperties(), serverConfig(logDir));
-    writeFileSync(join(kafkaDir(), "log4j2.xml"), LOG4J2_XML);
-    await formatStorage(java, logDir);
-    spawnDaemon(java, javaArgs("kafka.Kafka", [serverProperties()]), {
-      log: logFile("kafka"),
-      pidFile: pidFile("kafka"),
-      cwd: kafkaDir(),
-    });
-  },
-  // First start on 2 cores: JVM start, KRaft election, then the 50-partition transaction
-  // state topic is created by the readiness probe's first transaction.
-  readyTimeoutMs: 180_000,
-  // SIGTERM runs Kafka's shutdown hook: a controlled shutdown that flushes the logs.
-  stopSignal: "SIGTERM",
-};
+/** The launcher of the Kafka broker: its module hands itself over when it loads this file. */
+export function kafkaLauncher(module: ServiceModule<KafkaEndpoint>): Launcher<KafkaEndpoint> {
+  const spec: DaemonSpec<KafkaEndpoint> = {
+    module,
+    host: HOST,
+    ports: [PORT, CONTROLLER_PORT],
+    endpoint: () => ({ brokers: [`${HOST}:${PORT}`] }),
+    looksLikeOurs: (cmdline) => cmdline.includes("kafka.Kafka") && cmdline.includes(serverProperties()),
+    install,
+    start: async () => {
+      const java = which("java");
+      if (!java) throw new Error("java not found");
+      const logDir = join(kafkaDir(), "data");
+      mkdirSync(logDir, { recursive: true });
+      writeFileSync(serverProperties(), serverConfig(logDir));
+      writeFileSync(join(kafkaDir(), "log4j2.xml"), LOG4J2_XML);
+      await formatStorage(java, logDir);
+      spawnDaemon(java, javaArgs("kafka.Kafka", [serverProperties()]), {
+        log: logFile("kafka"),
+        pidFile: pidFile("kafka"),
+        cwd: kafkaDir(),
+      });
+    },
+    // First start on 2 cores: JVM start, KRaft election, then the 50-partition transaction
+    // state topic is created by the readiness probe's first transaction.
+    readyTimeoutMs: 180_000,
+    // SIGTERM runs Kafka's shutdown hook: a controlled shutdown that flushes the logs.
+    stopSignal: "SIGTERM",
+  };
 
-export const kafkaLauncher: Launcher<KafkaEndpoint> = {
-  ...daemonLauncher(spec),
-  owns: ({ brokers }) => brokers.length === 1 && brokers[0] === `${HOST}:${PORT}` && daemonPid(spec) !== undefined,
-  /**
-   * A controlled shutdown (SIGTERM), then a start on the same data directory, waiting until a
-   * transactional produce commits again.
-   */
-  restart: async () => {
-    if (daemonPid(spec) === undefined) throw new Error("the launcher's Kafka broker is not running");
-    await downDaemon(spec, () => undefined);
-    await upDaemon(spec, () => undefined);
-  },
-};
+  return {
+    ...daemonLauncher(spec),
+    owns: ({ brokers }) => brokers.length === 1 && brokers[0] === `${HOST}:${PORT}` && daemonPid(spec) !== undefined,
+    /**
+     * A controlled shutdown (SIGTERM), then a start on the same data directory, waiting until a
+     * transactional produce commits again.
+     */
+    restart: async () => {
+      if (daemonPid(spec) === undefined) throw new Error("the launcher's Kafka broker is not running");
+      await downDaemon(spec, () => undefined);
+      await upDaemon(spec, () => undefined);
+    },
+  };
+}

@@ -3,10 +3,7 @@
 
 import { envValue } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-
-export interface KafkaEndpoint {
-  brokers: string[];
-}
+import type { KafkaEndpoint } from "./endpoint.ts";
 
 const BROKERS = "EXACTLY_KAFKA_BROKERS";
 
@@ -26,7 +23,7 @@ export const kafka: ServiceModule<KafkaEndpoint, "kafka"> = {
   toEnv: (endpoint) => ({ [BROKERS]: endpoint.brokers.join(",") }),
   describe: (endpoint) => endpoint.brokers.join(","),
   startContainer: async () => (await import("./container.ts")).startKafkaContainer(),
-  launcher: async () => (await import("./launcher.ts")).kafkaLauncher,
+  launcher: async () => (await import("./launcher.ts")).kafkaLauncher(kafka),
   probe: async (endpoint) => (await import("./probe.ts")).probeKafka(endpoint),
   restart: { label: "the Kafka broker", commandVariable: "EXACTLY_KAFKA_RESTART_COMMAND", timeoutMs: 180_000 },
 };

@@ -5,7 +5,7 @@
 // that came first would meet NOT_COORDINATOR on a fresh broker).
 
 import kafkajs from "kafkajs";
-import type { KafkaEndpoint } from "./module.ts";
+import type { KafkaEndpoint } from "./endpoint.ts";
 
 const PROBE_TOPIC = "__exactly_services_probe";
 // One fixed transactional id: each probe fences the previous one, so a probe killed halfway

@@ -5,7 +5,7 @@ import { PostgreSqlContainer } from "@testcontainers/postgresql";
 import { serviceContainer } from "../core/container.ts";
 import { freePort } from "../core/ports.ts";
 import type { ServiceContainer } from "../core/service-module.ts";
-import type { PostgresEndpoint } from "./module.ts";
+import type { PostgresEndpoint } from "./endpoint.ts";
 
 const POSTGRES_IMAGE = "postgres:17-alpine";
 

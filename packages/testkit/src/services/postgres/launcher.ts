@@ -10,8 +10,8 @@ import { aptInstall } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, waitUntilHealthy } from "../core/launcher.ts";
 import { logFile, pidFile, stateDir } from "../core/paths.ts";
 import { capture, type Progress, run, writePid } from "../core/proc.ts";
-import type { Launcher } from "../core/service-module.ts";
-import { type PostgresEndpoint, postgres } from "./module.ts";
+import type { Launcher, ServiceModule } from "../core/service-module.ts";
+import type { PostgresEndpoint } from "./endpoint.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 55432;
@@ -130,58 +130,61 @@ async function createDatabase(): Promise<void> {
   }
 }
 
-const spec: DaemonSpec<PostgresEndpoint> = {
-  module: postgres,
-  host: HOST,
-  ports: [PORT],
-  endpoint: () => ({ url: `postgres://postgres@${HOST}:${PORT}/${DATABASE}` }),
-  // pg_ctl starts the postmaster as `postgres -D <data dir>`; the data dir makes it ours.
-  looksLikeOurs: (cmdline) => cmdline.includes("postgres") && cmdline.includes(postgresDataDir()),
-  install: async (progress) => {
-    if (!binDir()) await aptInstall(["postgresql"], logFile("postgres"), progress);
-    requireBinDir();
-    if (asRoot) await postgresUser();
-    await initCluster(progress);
-  },
-  start: async (progress) => {
-    const data = postgresDataDir();
-    writeFileSync(join(data, "exactly.conf"), SETTINGS);
-    // No -l: the server's output goes to pg_ctl's stdout, which is our log (opened by us, so
-    // the postgres user needs no write access to .services/logs).
-    await asPostgres("pg_ctl", ["start", "-D", data, "-w", "-t", "120"], progress);
-    recordPid();
-  },
-  afterStart: createDatabase,
-  readyTimeoutMs: 120_000,
-  // SIGINT is PostgreSQL's "fast" shutdown: roll back sessions, checkpoint, exit.
-  stopSignal: "SIGINT",
-};
+/** The launcher of the PostgreSQL server: its module hands itself over when it loads this file. */
+export function postgresLauncher(module: ServiceModule<PostgresEndpoint>): Launcher<PostgresEndpoint> {
+  const spec: DaemonSpec<PostgresEndpoint> = {
+    module,
+    host: HOST,
+    ports: [PORT],
+    endpoint: () => ({ url: `postgres://postgres@${HOST}:${PORT}/${DATABASE}` }),
+    // pg_ctl starts the postmaster as `postgres -D <data dir>`; the data dir makes it ours.
+    looksLikeOurs: (cmdline) => cmdline.includes("postgres") && cmdline.includes(postgresDataDir()),
+    install: async (progress) => {
+      if (!binDir()) await aptInstall(["postgresql"], logFile("postgres"), progress);
+      requireBinDir();
+      if (asRoot) await postgresUser();
+      await initCluster(progress);
+    },
+    start: async (progress) => {
+      const data = postgresDataDir();
+      writeFileSync(join(data, "exactly.conf"), SETTINGS);
+      // No -l: the server's output goes to pg_ctl's stdout, which is our log (opened by us, so
+      // the postgres user needs no write access to .services/logs).
+      await asPostgres("pg_ctl", ["start", "-D", data, "-w", "-t", "120"], progress);
+      recordPid();
+    },
+    afterStart: createDatabase,
+    readyTimeoutMs: 120_000,
+    // SIGINT is PostgreSQL's "fast" shutdown: roll back sessions, checkpoint, exit.
+    stopSignal: "SIGINT",
+  };
 
-/**
- * True if `url` points at the server this launcher started and it runs now: the port and a
- * loopback host match and the pid file names a live postmaster of our data dir.
- */
-function owns({ url }: PostgresEndpoint): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
+  /**
+   * True if `url` points at the server this launcher started and it runs now: the port and a
+   * loopback host match and the pid file names a live postmaster of our data dir.
+   */
+  function owns({ url }: PostgresEndpoint): boolean {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return false;
+    }
+    const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
+    return loopback && Number(parsed.port || 5432) === PORT && daemonPid(spec) !== undefined;
   }
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
-  return loopback && Number(parsed.port || 5432) === PORT && daemonPid(spec) !== undefined;
-}
 
-/**
- * Fast shutdown, then start, which the two-phase-commit smoke test uses to prove that prepared
- * transactions survive a restart.
- */
-async function restart(): Promise<void> {
-  if (daemonPid(spec) === undefined) throw new Error("the launcher's PostgreSQL is not running");
-  writeFileSync(join(postgresDataDir(), "exactly.conf"), SETTINGS);
-  await asPostgres("pg_ctl", ["restart", "-D", postgresDataDir(), "-m", "fast", "-w", "-t", "120"]);
-  recordPid();
-  await waitUntilHealthy(spec);
-}
+  /**
+   * Fast shutdown, then start, which the two-phase-commit smoke test uses to prove that prepared
+   * transactions survive a restart.
+   */
+  async function restart(): Promise<void> {
+    if (daemonPid(spec) === undefined) throw new Error("the launcher's PostgreSQL is not running");
+    writeFileSync(join(postgresDataDir(), "exactly.conf"), SETTINGS);
+    await asPostgres("pg_ctl", ["restart", "-D", postgresDataDir(), "-m", "fast", "-w", "-t", "120"]);
+    recordPid();
+    await waitUntilHealthy(spec);
+  }
 
-export const postgresLauncher: Launcher<PostgresEndpoint> = { ...daemonLauncher(spec), owns, restart };
+  return { ...daemonLauncher(spec), owns, restart };
+}

@@ -3,10 +3,7 @@
 
 import { envValue, redactUrl } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-
-export interface PostgresEndpoint {
-  url: string;
-}
+import type { PostgresEndpoint } from "./endpoint.ts";
 
 const PG_URL = "EXACTLY_PG_URL";
 
@@ -20,7 +17,7 @@ export const postgres: ServiceModule<PostgresEndpoint, "postgres"> = {
   toEnv: (endpoint) => ({ [PG_URL]: endpoint.url }),
   describe: (endpoint) => redactUrl(endpoint.url),
   startContainer: async () => (await import("./container.ts")).startPostgresContainer(),
-  launcher: async () => (await import("./launcher.ts")).postgresLauncher,
+  launcher: async () => (await import("./launcher.ts")).postgresLauncher(postgres),
   probe: async (endpoint) => (await import("./probe.ts")).probePostgres(endpoint),
   restart: { label: "PostgreSQL", commandVariable: "EXACTLY_PG_RESTART_COMMAND", timeoutMs: 120_000 },
 };

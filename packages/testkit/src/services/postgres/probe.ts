@@ -2,7 +2,7 @@
 // max_prepared_transactions = 0 answers everything else and fails the two-phase-commit sink).
 
 import pg from "pg";
-import type { PostgresEndpoint } from "./module.ts";
+import type { PostgresEndpoint } from "./endpoint.ts";
 
 export async function probePostgres(endpoint: PostgresEndpoint): Promise<string> {
   const client = new pg.Client({ connectionString: endpoint.url, connectionTimeoutMillis: 3_000 });

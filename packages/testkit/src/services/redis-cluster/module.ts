@@ -5,11 +5,7 @@
 
 import { envValue } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-
-export interface RedisClusterEndpoint {
-  /** `host:port` of the nodes a client starts from; it learns the others from them. */
-  nodes: string[];
-}
+import type { RedisClusterEndpoint } from "./endpoint.ts";
 
 const NODES = "EXACTLY_REDIS_CLUSTER_NODES";
 
@@ -35,6 +31,6 @@ export const redisCluster: ServiceModule<RedisClusterEndpoint, "redis-cluster"> 
       `no container runs a Redis Cluster reachable from outside it; set ${NODES}, or EXACTLY_SERVICES_PROVIDER=launcher`,
     );
   },
-  launcher: async () => (await import("./launcher.ts")).redisClusterLauncher,
+  launcher: async () => (await import("./launcher.ts")).redisClusterLauncher(redisCluster),
   probe: async (endpoint) => (await import("./probe.ts")).probeRedisCluster(endpoint),
 };

@@ -2,7 +2,7 @@
 // slots can be written and read through it; `status` shows the number of masters.
 
 import { Cluster } from "ioredis";
-import type { RedisClusterEndpoint } from "./module.ts";
+import type { RedisClusterEndpoint } from "./endpoint.ts";
 
 export function clusterNodes(endpoint: RedisClusterEndpoint): { host: string; port: number }[] {
   return endpoint.nodes.map((node) => {

@@ -3,7 +3,7 @@
 import { RedisContainer } from "@testcontainers/redis";
 import { serviceContainer } from "../core/container.ts";
 import type { ServiceContainer } from "../core/service-module.ts";
-import type { RedisEndpoint } from "./module.ts";
+import type { RedisEndpoint } from "./endpoint.ts";
 
 const REDIS_IMAGE = "redis:7.4-alpine";
 

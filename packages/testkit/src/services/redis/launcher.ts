@@ -9,8 +9,8 @@ import { aptInstall } from "../core/apt.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { spawnDaemon, which } from "../core/proc.ts";
-import type { Launcher } from "../core/service-module.ts";
-import { type RedisEndpoint, redis } from "./module.ts";
+import type { Launcher, ServiceModule } from "../core/service-module.ts";
+import type { RedisEndpoint } from "./endpoint.ts";
 
 const HOST = "127.0.0.1";
 const PORT = 56379;
@@ -41,44 +41,47 @@ export function writeRedisConfig(dir: string, host: string, port: number, extra:
   return config;
 }
 
-const spec: DaemonSpec<RedisEndpoint> = {
-  module: redis,
-  host: HOST,
-  ports: [PORT],
-  endpoint: () => ({ url: `redis://${HOST}:${PORT}` }),
-  // redis-server replaces its command line with "redis-server <bind>:<port>".
-  looksLikeOurs: (cmdline) => cmdline.includes("redis-server") && cmdline.includes(`:${PORT}`),
-  install: async (progress) => {
-    if (!redisServer()) await aptInstall(["redis-server"], logFile("redis"), progress);
-  },
-  start: async () => {
-    const server = redisServer();
-    if (!server) throw new Error("redis-server not found after installing it");
-    const dir = serviceDir("redis");
-    const config = writeRedisConfig(dir, HOST, PORT);
-    spawnDaemon(server, [config], { log: logFile("redis"), pidFile: pidFile("redis"), cwd: dir });
-  },
-  readyTimeoutMs: 30_000,
-  stopSignal: "SIGTERM",
-};
+/** The launcher of the Redis server: its module hands itself over when it loads this file. */
+export function redisLauncher(module: ServiceModule<RedisEndpoint>): Launcher<RedisEndpoint> {
+  const spec: DaemonSpec<RedisEndpoint> = {
+    module,
+    host: HOST,
+    ports: [PORT],
+    endpoint: () => ({ url: `redis://${HOST}:${PORT}` }),
+    // redis-server replaces its command line with "redis-server <bind>:<port>".
+    looksLikeOurs: (cmdline) => cmdline.includes("redis-server") && cmdline.includes(`:${PORT}`),
+    install: async (progress) => {
+      if (!redisServer()) await aptInstall(["redis-server"], logFile("redis"), progress);
+    },
+    start: async () => {
+      const server = redisServer();
+      if (!server) throw new Error("redis-server not found after installing it");
+      const dir = serviceDir("redis");
+      const config = writeRedisConfig(dir, HOST, PORT);
+      spawnDaemon(server, [config], { log: logFile("redis"), pidFile: pidFile("redis"), cwd: dir });
+    },
+    readyTimeoutMs: 30_000,
+    stopSignal: "SIGTERM",
+  };
 
-/** Whether `endpoint` is this launcher's server, running now (so a test may restart or crash it). */
-function owns(endpoint: RedisEndpoint): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(endpoint.url);
-  } catch {
-    return false;
+  /** Whether `endpoint` is this launcher's server, running now (so a test may restart or crash it). */
+  function owns(endpoint: RedisEndpoint): boolean {
+    let parsed: URL;
+    try {
+      parsed = new URL(endpoint.url);
+    } catch {
+      return false;
+    }
+    const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
+    return loopback && Number(parsed.port || 6379) === PORT && daemonPid(spec) !== undefined;
   }
-  const loopback = ["127.0.0.1", "localhost", "[::1]"].includes(parsed.hostname);
-  return loopback && Number(parsed.port || 6379) === PORT && daemonPid(spec) !== undefined;
-}
 
-/** SIGTERM (Redis fsyncs the append-only file and exits), then start again on the same file. */
-async function restart(): Promise<void> {
-  if (daemonPid(spec) === undefined) throw new Error("the launcher's Redis is not running");
-  await downDaemon(spec, () => undefined);
-  await upDaemon(spec, () => undefined);
-}
+  /** SIGTERM (Redis fsyncs the append-only file and exits), then start again on the same file. */
+  async function restart(): Promise<void> {
+    if (daemonPid(spec) === undefined) throw new Error("the launcher's Redis is not running");
+    await downDaemon(spec, () => undefined);
+    await upDaemon(spec, () => undefined);
+  }
 
-export const redisLauncher: Launcher<RedisEndpoint> = { ...daemonLauncher(spec), owns, restart };
+  return { ...daemonLauncher(spec), owns, restart };
+}

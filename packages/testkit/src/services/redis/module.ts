@@ -3,10 +3,7 @@
 
 import { envValue, redactUrl } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-
-export interface RedisEndpoint {
-  url: string;
-}
+import type { RedisEndpoint } from "./endpoint.ts";
 
 const REDIS_URL = "EXACTLY_REDIS_URL";
 
@@ -20,7 +17,7 @@ export const redis: ServiceModule<RedisEndpoint, "redis"> = {
   toEnv: (endpoint) => ({ [REDIS_URL]: endpoint.url }),
   describe: (endpoint) => redactUrl(endpoint.url),
   startContainer: async () => (await import("./container.ts")).startRedisContainer(),
-  launcher: async () => (await import("./launcher.ts")).redisLauncher,
+  launcher: async () => (await import("./launcher.ts")).redisLauncher(redis),
   probe: async (endpoint) => (await import("./probe.ts")).probeRedis(endpoint),
   restart: { label: "Redis", commandVariable: "EXACTLY_REDIS_RESTART_COMMAND", timeoutMs: 60_000 },
 };

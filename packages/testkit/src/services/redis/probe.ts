@@ -1,7 +1,7 @@
 // Redis is healthy when it answers PING; `status` shows the version it reports.
 
 import { Redis } from "ioredis";
-import type { RedisEndpoint } from "./module.ts";
+import type { RedisEndpoint } from "./endpoint.ts";
 
 export async function probeRedis(endpoint: RedisEndpoint): Promise<string> {
   const redis = new Redis(endpoint.url, {

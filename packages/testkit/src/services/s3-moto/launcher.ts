@@ -2,10 +2,9 @@
 
 import { daemonLauncher } from "../core/launcher.ts";
 import { serviceDir } from "../core/paths.ts";
-import type { Launcher } from "../core/service-module.ts";
+import type { Launcher, ServiceModule } from "../core/service-module.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/endpoint.ts";
 import { motoDaemon } from "../s3/launcher.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/module.ts";
-import { s3Moto } from "./module.ts";
 
 const PORT = 29000;
 
@@ -17,6 +16,7 @@ const endpoint = (): S3Endpoint => ({
   forcePathStyle: true,
 });
 
-export const s3MotoLauncher: Launcher<S3Endpoint> = daemonLauncher(
-  motoDaemon({ module: s3Moto, port: PORT, dir: () => serviceDir("s3-moto"), endpoint }),
-);
+/** The launcher of the second S3 server: its module hands itself over when it loads this file. */
+export function s3MotoLauncher(module: ServiceModule<S3Endpoint>): Launcher<S3Endpoint> {
+  return daemonLauncher(motoDaemon({ module, port: PORT, dir: () => serviceDir("s3-moto"), endpoint }));
+}

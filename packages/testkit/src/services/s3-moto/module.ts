@@ -6,7 +6,7 @@
 
 import { envValue } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/module.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "../s3/endpoint.ts";
 
 const ENDPOINT = "EXACTLY_S3_MOTO_ENDPOINT";
 const ACCESS_KEY = "EXACTLY_S3_MOTO_ACCESS_KEY";
@@ -32,6 +32,6 @@ export const s3Moto: ServiceModule<S3Endpoint, "s3-moto"> = {
   startContainer: async () => {
     throw new Error(`no container for moto: set ${ENDPOINT}, or EXACTLY_SERVICES_PROVIDER=launcher`);
   },
-  launcher: async () => (await import("./launcher.ts")).s3MotoLauncher,
+  launcher: async () => (await import("./launcher.ts")).s3MotoLauncher(s3Moto),
   probe: async (endpoint) => (await import("../s3/probe.ts")).probeS3(endpoint),
 };

@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import { MinioContainer } from "@testcontainers/minio";
 import { serviceContainer } from "../core/container.ts";
 import type { ServiceContainer } from "../core/service-module.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint } from "./module.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "./endpoint.ts";
 
 const MINIO_IMAGE = "minio/minio:RELEASE.2025-09-07T16-13-09Z";
 

@@ -15,7 +15,7 @@ import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
 import { appendLog, capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
 import type { Launcher, ServiceModule, UpResult } from "../core/service-module.ts";
 import { errorMessage } from "../core/wait.ts";
-import { DEFAULT_S3_REGION, type S3Endpoint, s3 } from "./module.ts";
+import { DEFAULT_S3_REGION, type S3Endpoint } from "./endpoint.ts";
 
 // MinIO publishes no semver tags (its RELEASE.* tags are not Go module versions), so the pin is
 // the pseudo-version of its last published commit; it builds with Go 1.24 or newer.
@@ -99,70 +99,6 @@ async function ensurePythonVenv(log: string, progress: Progress): Promise<string
   return python;
 }
 
-const minio: DaemonSpec<S3Endpoint> = {
-  module: s3,
-  host: HOST,
-  ports: [PORT, CONSOLE_PORT],
-  endpoint,
-  looksLikeOurs: (cmdline) => cmdline.includes(minioBin) && cmdline.includes(join(s3Dir(), "minio-data")),
-  install: async (progress) => {
-    if (existsSync(minioBin)) return;
-    const log = logFile("s3");
-    const go = await ensureGo("1.24", log, progress);
-    progress(`building MinIO ${MINIO_VERSION} with go install (takes several minutes on 2 cores)`);
-    const gobin = join(cacheDir, `minio-${MINIO_VERSION}`);
-    mkdirSync(gobin, { recursive: true });
-    try {
-      await run(go, ["install", `${MINIO_MODULE}@${MINIO_VERSION}`], {
-        log,
-        // GOTOOLCHAIN=local: build with the Go we have rather than download another toolchain.
-        env: { ...process.env, GOBIN: gobin, GOTOOLCHAIN: "local", CGO_ENABLED: "0" },
-        progress,
-        heartbeat: "still building MinIO",
-      });
-      rmSync(minioBuildFailed, { force: true });
-    } catch (error) {
-      writeFileSync(minioBuildFailed, `${new Date().toISOString()}\n`);
-      throw error;
-    }
-  },
-  start: async () => {
-    const data = join(s3Dir(), "minio-data");
-    mkdirSync(data, { recursive: true });
-    const { accessKeyId, secretAccessKey } = credentials();
-    spawnDaemon(
-      minioBin,
-      [
-        "server",
-        "--address",
-        `${HOST}:${PORT}`,
-        "--console-address",
-        `${HOST}:${CONSOLE_PORT}`,
-        "--certs-dir",
-        join(s3Dir(), "minio-certs"),
-        // Keeps credentials and other sensitive values out of the log.
-        "--anonymous",
-        data,
-      ],
-      {
-        log: logFile("s3"),
-        pidFile: pidFile("s3"),
-        cwd: s3Dir(),
-        env: {
-          ...process.env,
-          MINIO_ROOT_USER: accessKeyId,
-          MINIO_ROOT_PASSWORD: secretAccessKey,
-          MINIO_BROWSER: "off",
-          MINIO_UPDATE: "off",
-        },
-      },
-    );
-    writeFileSync(serverFile(), "minio\n");
-  },
-  readyTimeoutMs: 60_000,
-  stopSignal: "SIGTERM",
-};
-
 /**
  * moto's server mode as a daemon of `module` on `port`, state in `dir`. The s3 service falls
  * back to it on its own port; the s3-moto service runs it beside MinIO, as the second S3
@@ -209,84 +145,151 @@ export function motoDaemon(options: {
   };
 }
 
-const moto = motoDaemon({
-  module: s3,
-  port: PORT,
-  dir: s3Dir,
-  endpoint,
-  onStart: () => writeFileSync(serverFile(), "moto\n"),
-});
+/** The launcher of the S3 server (MinIO, else moto): its module hands itself over when it loads this file. */
+export function s3Launcher(module: ServiceModule<S3Endpoint>): Launcher<S3Endpoint> {
+  const minio: DaemonSpec<S3Endpoint> = {
+    module,
+    host: HOST,
+    ports: [PORT, CONSOLE_PORT],
+    endpoint,
+    looksLikeOurs: (cmdline) => cmdline.includes(minioBin) && cmdline.includes(join(s3Dir(), "minio-data")),
+    install: async (progress) => {
+      if (existsSync(minioBin)) return;
+      const log = logFile("s3");
+      const go = await ensureGo("1.24", log, progress);
+      progress(`building MinIO ${MINIO_VERSION} with go install (takes several minutes on 2 cores)`);
+      const gobin = join(cacheDir, `minio-${MINIO_VERSION}`);
+      mkdirSync(gobin, { recursive: true });
+      try {
+        await run(go, ["install", `${MINIO_MODULE}@${MINIO_VERSION}`], {
+          log,
+          // GOTOOLCHAIN=local: build with the Go we have rather than download another toolchain.
+          env: { ...process.env, GOBIN: gobin, GOTOOLCHAIN: "local", CGO_ENABLED: "0" },
+          progress,
+          heartbeat: "still building MinIO",
+        });
+        rmSync(minioBuildFailed, { force: true });
+      } catch (error) {
+        writeFileSync(minioBuildFailed, `${new Date().toISOString()}\n`);
+        throw error;
+      }
+    },
+    start: async () => {
+      const data = join(s3Dir(), "minio-data");
+      mkdirSync(data, { recursive: true });
+      const { accessKeyId, secretAccessKey } = credentials();
+      spawnDaemon(
+        minioBin,
+        [
+          "server",
+          "--address",
+          `${HOST}:${PORT}`,
+          "--console-address",
+          `${HOST}:${CONSOLE_PORT}`,
+          "--certs-dir",
+          join(s3Dir(), "minio-certs"),
+          // Keeps credentials and other sensitive values out of the log.
+          "--anonymous",
+          data,
+        ],
+        {
+          log: logFile("s3"),
+          pidFile: pidFile("s3"),
+          cwd: s3Dir(),
+          env: {
+            ...process.env,
+            MINIO_ROOT_USER: accessKeyId,
+            MINIO_ROOT_PASSWORD: secretAccessKey,
+            MINIO_BROWSER: "off",
+            MINIO_UPDATE: "off",
+          },
+        },
+      );
+      writeFileSync(serverFile(), "minio\n");
+    },
+    readyTimeoutMs: 60_000,
+    stopSignal: "SIGTERM",
+  };
 
-function wanted(): S3Server | undefined {
-  const choice = process.env.EXACTLY_S3_SERVER?.trim();
-  if (choice === undefined || choice === "") return undefined;
-  if (choice === "minio" || choice === "moto") return choice;
-  throw new Error(`EXACTLY_S3_SERVER must be "minio" or "moto", not "${choice}"`);
-}
+  const moto = motoDaemon({
+    module,
+    port: PORT,
+    dir: s3Dir,
+    endpoint,
+    onStart: () => writeFileSync(serverFile(), "moto\n"),
+  });
 
-function runningSpec(): DaemonSpec<S3Endpoint> | undefined {
-  if (daemonPid(minio) !== undefined) return minio;
-  if (daemonPid(moto) !== undefined) return moto;
-  return undefined;
-}
-
-async function up(progress: Progress): Promise<UpResult<S3Endpoint>> {
-  const choice = wanted();
-  const running = runningSpec();
-  if (running && (choice === undefined || running === (choice === "moto" ? moto : minio))) {
-    return withServer(startedS3Server(), await upDaemon(running, progress));
+  function wanted(): S3Server | undefined {
+    const choice = process.env.EXACTLY_S3_SERVER?.trim();
+    if (choice === undefined || choice === "") return undefined;
+    if (choice === "minio" || choice === "moto") return choice;
+    throw new Error(`EXACTLY_S3_SERVER must be "minio" or "moto", not "${choice}"`);
   }
-  if (running) {
-    progress(`stopping the running ${startedS3Server()} because EXACTLY_S3_SERVER=${choice}`);
-    await downDaemon(running, progress);
+
+  function runningSpec(): DaemonSpec<S3Endpoint> | undefined {
+    if (daemonPid(minio) !== undefined) return minio;
+    if (daemonPid(moto) !== undefined) return moto;
+    return undefined;
   }
-  if (choice === "moto" || (choice === undefined && existsSync(minioBuildFailed))) {
-    return withServer("moto", await upDaemon(moto, progress));
-  }
-  try {
-    return withServer("minio", await upDaemon(minio, progress));
-  } catch (error) {
-    if (choice === "minio") throw error;
-    const reason = errorMessage(error);
-    appendLog(logFile("s3"), `MinIO failed (${reason}); falling back to moto`);
-    progress(`MinIO failed (${reason}); falling back to moto`);
-    return withServer("moto", await upDaemon(moto, progress));
-  }
-}
 
-function withServer(server: S3Server, result: UpResult<S3Endpoint>): UpResult<S3Endpoint> {
-  return { ...result, detail: `${server}: ${result.detail}` };
-}
-
-/** Whether `target` is this launcher's server, running now (so a test may restart or crash it). */
-function owns(target: S3Endpoint): boolean {
-  return target.endpoint === endpoint().endpoint && runningSpec() !== undefined;
-}
-
-function running(): DaemonSpec<S3Endpoint> {
-  const spec = runningSpec();
-  if (!spec) throw new Error("the launcher's S3 server is not running");
-  return spec;
-}
-
-export const s3Launcher: Launcher<S3Endpoint> = {
-  endpoint,
-  owns,
-  // SIGTERM, then start again on the same data directory.
-  restart: async () => {
-    const spec = running();
-    await downDaemon(spec, () => undefined);
-    await upDaemon(spec, () => undefined);
-  },
-  crash: (options) => crashDaemon(running(), options),
-  runningPid: () => {
+  async function up(progress: Progress): Promise<UpResult<S3Endpoint>> {
+    const choice = wanted();
     const running = runningSpec();
-    return running && daemonPid(running);
-  },
-  up,
-  implementation: startedS3Server,
-  down: async (progress) => {
-    const running = runningSpec();
-    return running ? downDaemon(running, progress) : false;
-  },
-};
+    if (running && (choice === undefined || running === (choice === "moto" ? moto : minio))) {
+      return withServer(startedS3Server(), await upDaemon(running, progress));
+    }
+    if (running) {
+      progress(`stopping the running ${startedS3Server()} because EXACTLY_S3_SERVER=${choice}`);
+      await downDaemon(running, progress);
+    }
+    if (choice === "moto" || (choice === undefined && existsSync(minioBuildFailed))) {
+      return withServer("moto", await upDaemon(moto, progress));
+    }
+    try {
+      return withServer("minio", await upDaemon(minio, progress));
+    } catch (error) {
+      if (choice === "minio") throw error;
+      const reason = errorMessage(error);
+      appendLog(logFile("s3"), `MinIO failed (${reason}); falling back to moto`);
+      progress(`MinIO failed (${reason}); falling back to moto`);
+      return withServer("moto", await upDaemon(moto, progress));
+    }
+  }
+
+  function withServer(server: S3Server, result: UpResult<S3Endpoint>): UpResult<S3Endpoint> {
+    return { ...result, detail: `${server}: ${result.detail}` };
+  }
+
+  /** Whether `target` is this launcher's server, running now (so a test may restart or crash it). */
+  function owns(target: S3Endpoint): boolean {
+    return target.endpoint === endpoint().endpoint && runningSpec() !== undefined;
+  }
+
+  function running(): DaemonSpec<S3Endpoint> {
+    const spec = runningSpec();
+    if (!spec) throw new Error("the launcher's S3 server is not running");
+    return spec;
+  }
+
+  return {
+    endpoint,
+    owns,
+    // SIGTERM, then start again on the same data directory.
+    restart: async () => {
+      const spec = running();
+      await downDaemon(spec, () => undefined);
+      await upDaemon(spec, () => undefined);
+    },
+    crash: (options) => crashDaemon(running(), options),
+    runningPid: () => {
+      const running = runningSpec();
+      return running && daemonPid(running);
+    },
+    up,
+    implementation: startedS3Server,
+    down: async (progress) => {
+      const running = runningSpec();
+      return running ? downDaemon(running, progress) : false;
+    },
+  };
+}

@@ -3,22 +3,12 @@
 
 import { envValue } from "../core/env.ts";
 import type { ServiceModule } from "../core/service-module.ts";
-
-export interface S3Endpoint {
-  endpoint: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  /** Always true here: local S3 servers serve buckets by path, not by virtual host. */
-  forcePathStyle: boolean;
-}
+import { DEFAULT_S3_REGION, type S3Endpoint } from "./endpoint.ts";
 
 const ENDPOINT = "EXACTLY_S3_ENDPOINT";
 const ACCESS_KEY = "EXACTLY_S3_ACCESS_KEY";
 const SECRET_KEY = "EXACTLY_S3_SECRET_KEY";
 const REGION = "EXACTLY_S3_REGION";
-
-export const DEFAULT_S3_REGION = "us-east-1";
 
 export const s3: ServiceModule<S3Endpoint, "s3"> = {
   name: "s3",
@@ -43,7 +33,7 @@ export const s3: ServiceModule<S3Endpoint, "s3"> = {
   }),
   describe: (endpoint) => endpoint.endpoint,
   startContainer: async () => (await import("./container.ts")).startS3Container(),
-  launcher: async () => (await import("./launcher.ts")).s3Launcher,
+  launcher: async () => (await import("./launcher.ts")).s3Launcher(s3),
   probe: async (endpoint) => (await import("./probe.ts")).probeS3(endpoint),
   restart: { label: "S3 server", commandVariable: "EXACTLY_S3_RESTART_COMMAND", timeoutMs: 60_000 },
 };

@@ -1,7 +1,7 @@
 // S3 is healthy when it accepts our credentials: an open port alone says nothing about the keys.
 
 import { ListBucketsCommand, S3Client } from "@aws-sdk/client-s3";
-import type { S3Endpoint } from "./module.ts";
+import type { S3Endpoint } from "./endpoint.ts";
 
 export async function probeS3(endpoint: S3Endpoint): Promise<string> {
   const client = new S3Client({
