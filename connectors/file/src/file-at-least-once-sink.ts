@@ -7,7 +7,6 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/faults";
 import type { FileSinkOptions } from "./options.ts";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
 import { RollingParts } from "./rolling-parts.ts";
@@ -53,18 +52,16 @@ export class FileAtLeastOnceSink<T> extends FlushingSink<T> {
     if (repaired.length > 0) context.logger.info(`cut torn last lines off ${repaired.length} part file(s)`);
   }
 
-  async writeBatch(batch: Batch<T>): Promise<void> {
+  protected async write(batch: Batch<T>): Promise<void> {
     const name = { subtask: this.context.subtask, checkpointId: this.checkpointId, visible: true };
     await this.parts.append(batch, name);
     // Output is visible as it is written: hand each batch to the file at once.
     await this.parts.flushAll();
-    reachFault("mid-write");
   }
 
   /** The barrier: everything written so far is made durable; nothing is left to commit. */
   protected async flush(checkpointId: number): Promise<void> {
     await this.parts.closeAll();
-    reachFault("after-pre-commit");
     this.checkpointId = checkpointId + 1;
     this.parts.startNaming();
   }

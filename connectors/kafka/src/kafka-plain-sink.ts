@@ -6,7 +6,6 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
-import { reachFault } from "@exactly/core/faults";
 import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
 import type { InternalCluster } from "./kafkajs/cluster.ts";
@@ -80,11 +79,10 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
     return this.outbox;
   }
 
-  async writeBatch(batch: Batch<T>): Promise<void> {
+  protected async write(batch: Batch<T>): Promise<void> {
     const outbox = this.openOutbox;
     this.unflushed += batch.values.length;
     await this.writer.write(outbox, batch);
-    reachFault("mid-write");
   }
 
   protected async flush(_checkpointId: number): Promise<void> {
@@ -92,8 +90,6 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
     // Nothing written since the last flush: nothing to wait for.
     if (this.unflushed > 0) {
       await this.atBarrier(outbox);
-      // The "flush" lifecycle's point after the barrier's work (the conformance suite's after-pre-commit).
-      reachFault("after-pre-commit");
       this.unflushed = 0;
     }
   }

@@ -64,7 +64,7 @@ export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
     }
   }
 
-  writeBatch(batch: Batch<T>): void | Promise<void> {
+  protected write(batch: Batch<T>): void | Promise<void> {
     this.rows.add(batch);
     if (this.rows.size >= this.flushRows) return this.writeOuts.start(() => this.writeOut());
   }

@@ -62,7 +62,7 @@ export class RedisAtLeastOnceSink<T> extends FlushingSink<T> {
     this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
   }
 
-  writeBatch(batch: Batch<T>): void | Promise<void> {
+  protected write(batch: Batch<T>): void | Promise<void> {
     const { values, positions } = batch;
     for (let i = 0; i < values.length; i++) {
       try {

@@ -42,7 +42,7 @@ export class ConformanceDefinitionError extends ExactlyError {
 const GUARANTEES: readonly DeliveryGuarantee[] = Object.values(DeliveryGuarantee);
 /** Stronger first: a definition may not claim an earlier one than its sink declares. */
 const STRENGTH: Record<DeliveryGuarantee, number> = { EXACTLY_ONCE: 2, AT_LEAST_ONCE: 1, NONE: 0 };
-const BASE_CLASSES = "TwoPhaseCommitSink, GenericWriteAheadSink or IdempotentSink";
+const BASE_CLASSES = "TwoPhaseCommitSink, GenericWriteAheadSink, IdempotentSink or FlushingSink";
 const LIFECYCLES: readonly SinkLifecycle[] = ["two-phase-commit", "write-ahead", "idempotent", "flush"];
 
 /**

@@ -44,8 +44,8 @@ export type ConformanceSinkFactory<O = unknown> = (context: SinkFactoryContext<O
 /**
  * How the sink keeps its promise; the suite picks its fault points and invariants from it.
  * The base class a sink extends decides it (TwoPhaseCommitSink, GenericWriteAheadSink,
- * IdempotentSink); a sink that implements `Sink` directly states it. "flush" is a sink that
- * only flushes its writes at the barrier (at-least-once): it passes `mid-write`,
+ * IdempotentSink, FlushingSink); a sink that implements `Sink` directly states it. "flush" is
+ * a sink that only flushes its writes at the barrier (at-least-once): it passes `mid-write`,
  * `after-pre-commit` (after the flush) and the runtime's `after-checkpoint-durable`.
  */
 export type SinkLifecycle = "two-phase-commit" | "write-ahead" | "idempotent" | "flush";

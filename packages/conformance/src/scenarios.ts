@@ -222,9 +222,12 @@ export function planScenarios(
       : `${article(sink.lifecycle)} ${sink.lifecycle} sink never reaches the ${point} fault point`;
   const canRescale = sink.capabilities.rescale === true;
   const rescale = canRescale ? undefined : "the sink does not declare capabilities.rescale";
-  // The base classes record pending work in their state; the suite sees it only there.
+  // The two-phase and write-ahead bases record pending work in their state; the suite sees it
+  // only there (an idempotent or flushing sink has none).
   const pending: Requirement[] =
-    sink.lifecycleFrom === "base class" && sink.lifecycle !== "idempotent" ? ["pendingRestored"] : [];
+    sink.lifecycleFrom === "base class" && (sink.lifecycle === "two-phase-commit" || sink.lifecycle === "write-ahead")
+      ? ["pendingRestored"]
+      : [];
   const committing = sink.lifecycle === "two-phase-commit" || sink.lifecycle === "write-ahead";
   const commitsNothing = committing
     ? undefined

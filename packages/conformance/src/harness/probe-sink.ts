@@ -4,7 +4,7 @@
  * process runs it once per sink before planning, so the suite plans from the sink's own
  * declarations and checks the definition against them.
  */
-import { GenericWriteAheadSink, IdempotentSink, type Sink, TwoPhaseCommitSink } from "@exactly/core";
+import { FlushingSink, GenericWriteAheadSink, IdempotentSink, type Sink, TwoPhaseCommitSink } from "@exactly/core";
 import { PROBE_PREFIX, type ProbeConfig, type ProbedSink, type ProbeOutcome } from "./child-protocol.ts";
 import { loadSinkFactory } from "./sink-module.ts";
 
@@ -21,7 +21,9 @@ function read(sink: Sink<unknown>): ProbedSink {
         ? { name: "GenericWriteAheadSink", lifecycle: "write-ahead" as const }
         : sink instanceof IdempotentSink
           ? { name: "IdempotentSink", lifecycle: "idempotent" as const }
-          : null;
+          : sink instanceof FlushingSink
+            ? { name: "FlushingSink", lifecycle: "flush" as const }
+            : null;
   return {
     className: (sink as object).constructor?.name || "an anonymous sink",
     guarantee: sink.guarantee ?? null,

@@ -1,3 +1,4 @@
+import { reachFault } from "../faults/fault-points.ts";
 import type { DeliveryGuarantee, SinkCapabilities } from "../guarantee.ts";
 import type { Batch } from "../records.ts";
 import type { Sink, SinkContext } from "./sink.ts";
@@ -9,17 +10,21 @@ import type { Sink, SinkContext } from "./sink.ts";
  * (the duplicates of AT_LEAST_ONCE). Flink's `SinkWriter` without a committer has this shape.
  *
  * A subclass declares its guarantee (AT_LEAST_ONCE when `flush` waits for the system to
- * acknowledge everything; NONE when it only sends) and implements `open`, `writeBatch`,
- * `flush` and `close`.
+ * acknowledge everything; NONE when it only sends) and implements `open`, `write`, `flush`
+ * and `close`. The base passes the fault points the crash tests arm (after a batch is
+ * written, and after a barrier that flushed records), as the other bases do.
  */
 export abstract class FlushingSink<IN> implements Sink<IN> {
   abstract readonly guarantee: DeliveryGuarantee;
   /** No state to spread, so any parallelism restores. */
   readonly capabilities: SinkCapabilities = { rescale: true };
+  /** Records written since the last barrier: a barrier with none flushed nothing. */
+  private recordsSinceBarrier = 0;
 
   // #region hooks
   abstract open(context: SinkContext): Promise<void>;
-  abstract writeBatch(batch: Batch<IN>): void | Promise<void>;
+  /** Sends a batch on its way, or buffers it; a promise only when the caller must wait (backpressure). */
+  protected abstract write(batch: Batch<IN>): void | Promise<void>;
   /**
    * The barrier of `checkpointId`: resolves once everything written before it is where the
    * guarantee needs it (for AT_LEAST_ONCE: acknowledged by the system, durable).
@@ -29,8 +34,18 @@ export abstract class FlushingSink<IN> implements Sink<IN> {
   abstract close(): Promise<void>;
   // #endregion
 
+  writeBatch(batch: Batch<IN>): void | Promise<void> {
+    this.recordsSinceBarrier += batch.values.length;
+    const result = this.write(batch);
+    if (result) return result.then(() => reachFault("mid-write"));
+    reachFault("mid-write");
+  }
+
   async snapshotState(checkpointId: number): Promise<Record<string, never>> {
     await this.flush(checkpointId);
+    // The flush lifecycle's point after the barrier's work (the suite's after-pre-commit).
+    if (this.recordsSinceBarrier > 0) reachFault("after-pre-commit");
+    this.recordsSinceBarrier = 0;
     return {};
   }
 
