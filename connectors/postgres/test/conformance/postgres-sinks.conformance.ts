@@ -1,6 +1,6 @@
 /**
- * The Postgres sinks' conformance definitions (two-phase and write-ahead, both appending, so
- * a duplicate would show). The suite's child process loads this module for `createSink`; the
+ * The Postgres sinks' conformance definitions (two-phase, write-ahead and at-least-once, all
+ * appending, so a duplicate would show). The suite's child process loads this module for `createSink`; the
  * test process uses the definitions. Each scenario writes a table of its own and names its
  * sink after the scenario's scope, so prepared transactions of two scenarios never meet.
  */
@@ -18,7 +18,7 @@ import {
   withClient,
 } from "../helpers.ts";
 
-type Kind = "two-phase" | "write-ahead";
+type Kind = "two-phase" | "write-ahead" | "at-least-once";
 
 interface PostgresConformanceOptions {
   readonly url: string;
@@ -31,8 +31,9 @@ const nameOf = (scope: ScenarioScope) => `c-${scope.id}`;
 export function createSink(context: SinkFactoryContext<PostgresConformanceOptions>) {
   return postgresSink<ConformanceRecord>({
     connection: context.options.url,
-    guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-    exactlyOnce: context.options.kind,
+    ...(context.options.kind === "at-least-once"
+      ? { guarantee: DeliveryGuarantee.AT_LEAST_ONCE }
+      : { guarantee: DeliveryGuarantee.EXACTLY_ONCE, exactlyOnce: context.options.kind }),
     name: nameOf(context.scope),
     table: {
       table: tableOf(context.scope),
@@ -51,9 +52,11 @@ export function postgresDefinition(url: string, kind: Kind): ConformanceDefiniti
     name: `postgres ${kind} sink`,
     sinkModule: new URL(import.meta.url),
     sinkOptions: { url, kind },
-    guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-    lifecycle: kind === "two-phase" ? "two-phase-commit" : "write-ahead",
-    capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
+    guarantee: kind === "at-least-once" ? DeliveryGuarantee.AT_LEAST_ONCE : DeliveryGuarantee.EXACTLY_ONCE,
+    lifecycle: kind === "two-phase" ? "two-phase-commit" : kind === "write-ahead" ? "write-ahead" : "flush",
+    ...(kind === "at-least-once"
+      ? {}
+      : { capabilities: { rescale: true, abortsLingering: true, atomicCommits: true } }),
     setup: (scope) => createRecordsTable(url, tableOf(scope)),
     async teardown(scope) {
       await rollbackPreparedUnder(url, nameOf(scope));

@@ -11,26 +11,36 @@ import type {
   SinkFactoryContext,
 } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
-import { RedisUpsertSink, RedisWriteAheadSink } from "../../src/index.ts";
+import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "../../src/index.ts";
 import { deleteUnder, keysUnder, type RedisTarget, readJson, withRedis } from "../helpers.ts";
 
 interface RedisConformanceOptions {
   /** A single server's URL, or a Cluster. */
   readonly target: RedisTarget;
-  readonly kind: "upsert" | "write-ahead";
+  readonly kind: "upsert" | "write-ahead" | "at-least-once";
 }
 
 /**
- * The upsert sink's keys spread over the slots of a Cluster; the write-ahead sink's carry the
- * scenario's hash tag, as its calls need one slot (on a single server the tag changes nothing).
+ * The upsert sink's keys spread over the slots of a Cluster; the write-ahead and at-least-once
+ * sinks' carry the scenario's hash tag, as their calls need one slot (on a single server the
+ * tag changes nothing).
  */
 const prefixOf = (scope: ScenarioScope, kind: RedisConformanceOptions["kind"]) =>
-  kind === "upsert" ? `c:${scope.id}:` : `{c:${scope.id}}:`;
+  kind === "upsert" ? `c:${scope.id}:` : kind === "write-ahead" ? `{c:${scope.id}}:` : `{a:${scope.id}}:`;
 
-/** The write-ahead sink pushes each record's id onto one list: a duplicate would show. */
+/** The write-ahead and at-least-once sinks push each record's id onto one list: a duplicate would show. */
 const idsKey = "ids";
 
 export function createSink(context: SinkFactoryContext<RedisConformanceOptions>) {
+  if (context.options.kind === "at-least-once") {
+    return new RedisAtLeastOnceSink<ConformanceRecord>({
+      connection: context.options.target,
+      keyPrefix: prefixOf(context.scope, "at-least-once"),
+      operations: (r) => ({ op: "rPush", key: idsKey, values: [r.id] }),
+      // Small flushes, so kills land between several calls of one checkpoint.
+      operationsPerFlush: 100,
+    });
+  }
   if (context.options.kind === "write-ahead") {
     return new RedisWriteAheadSink<ConformanceRecord>({
       connection: context.options.target,
@@ -93,6 +103,21 @@ export function redisWriteAheadDefinition(target: RedisTarget): ConformanceDefin
     readCommitted: (scope) =>
       withRedis(target, async (client) =>
         (await client.lrange(`${prefixOf(scope, "write-ahead")}${idsKey}`, 0, -1)).map(Number),
+      ),
+  };
+}
+
+export function redisAtLeastOnceDefinition(target: RedisTarget): ConformanceDefinition<RedisConformanceOptions> {
+  return {
+    name: `redis at-least-once sink${where(target)}`,
+    sinkModule: new URL(import.meta.url),
+    sinkOptions: { target, kind: "at-least-once" },
+    guarantee: DeliveryGuarantee.AT_LEAST_ONCE,
+    lifecycle: "flush",
+    teardown: (scope) => deleteUnder(target, prefixOf(scope, "at-least-once")),
+    readCommitted: (scope) =>
+      withRedis(target, async (client) =>
+        (await client.lrange(`${prefixOf(scope, "at-least-once")}${idsKey}`, 0, -1)).map(Number),
       ),
   };
 }
