@@ -8,14 +8,24 @@ const conditions = ["@exactly/source", "node"];
 const servicesSetup = "packages/testkit/src/services/global-setup.ts";
 
 // The tests that restart the Postgres server, the Kafka broker, Redis and S3 (and SIGKILL Redis
-// and S3), which ends every session on them: they run alone, in "services-restart", before the rest.
-const restarts = [
+// and S3), which ends every session on them: they run before the rest, each server's one at a
+// time. The Kafka broker's, the longest, runs beside the others, which restart other servers.
+const kafkaRestarts = ["connectors/kafka/test/broker-crash.test.ts"];
+const otherRestarts = [
   "packages/testkit/src/services/postgres/smoke.test.ts",
   "connectors/postgres/test/postgres-restart.test.ts",
-  "connectors/kafka/test/broker-crash.test.ts",
   "connectors/redis/test/redis-faults.test.ts",
   "connectors/file/test/s3/s3-faults.test.ts",
 ];
+const restarts = [...kafkaRestarts, ...otherRestarts];
+
+/** A project of restart tests: one file at a time, before every other project (groupOrder 0). */
+function restartProject(name: string, include: string[]): TestProjectInlineConfiguration {
+  return {
+    extends: true,
+    test: { name, include, globalSetup: [servicesSetup], fileParallelism: false, sequence: { groupOrder: 0 } },
+  };
+}
 
 /**
  * One project a package. `server` projects resolve the test services first
@@ -59,17 +69,8 @@ export default defineConfig({
     // inconclusive scenario). docs/design.md §7.
     maxWorkers: 2,
     projects: [
-      {
-        extends: true,
-        test: {
-          name: "services-restart",
-          include: restarts,
-          globalSetup: [servicesSetup],
-          // One at a time, and before every other project (groupOrder 0).
-          fileParallelism: false,
-          sequence: { groupOrder: 0 },
-        },
-      },
+      restartProject("services-restart", otherRestarts),
+      restartProject("services-restart-kafka", kafkaRestarts),
       project("core", ["packages/core/test/**/*.test.ts"]),
       project("conformance", ["packages/conformance/test/**/*.test.ts"]),
       project("cli", ["packages/cli/test/**/*.test.ts"], { exclude: ["packages/cli/test/demo/servers/**"] }),
