@@ -8,23 +8,20 @@ const conditions = ["@exactly/source", "node"];
 const servicesSetup = "packages/testkit/src/services/global-setup.ts";
 
 // The tests that restart the Postgres server, the Kafka broker, Redis and S3 (and SIGKILL Redis
-// and S3), which ends every session on them: they run before the rest, each server's one at a
-// time. The Kafka broker's, the longest, runs beside the others, which restart other servers.
-const kafkaRestarts = ["connectors/kafka/test/broker-crash.test.ts"];
-const otherRestarts = [
-  "packages/testkit/src/services/postgres/smoke.test.ts",
+// and S3), which ends every session on them: they run before the rest. Each of the first four
+// restarts a server none of the others uses, so they run two at a time; the Postgres service's
+// own smoke test restarts Postgres too, so it runs after them, alone.
+const serverRestarts = [
+  "connectors/kafka/test/broker-crash.test.ts",
   "connectors/postgres/test/postgres-restart.test.ts",
   "connectors/redis/test/redis-faults.test.ts",
   "connectors/file/test/s3/s3-faults.test.ts",
 ];
-const restarts = [...kafkaRestarts, ...otherRestarts];
+const postgresSmokeRestart = ["packages/testkit/src/services/postgres/smoke.test.ts"];
+const restarts = [...serverRestarts, ...postgresSmokeRestart];
 
-/** A project of restart tests: one file at a time, before every other project (groupOrder 0). */
-function restartProject(name: string, include: string[]): TestProjectInlineConfiguration {
-  return {
-    extends: true,
-    test: { name, include, globalSetup: [servicesSetup], fileParallelism: false, sequence: { groupOrder: 0 } },
-  };
+function restartProject(name: string, include: string[], groupOrder: number): TestProjectInlineConfiguration {
+  return { extends: true, test: { name, include, globalSetup: [servicesSetup], sequence: { groupOrder } } };
 }
 
 /**
@@ -43,7 +40,7 @@ function project(
       include,
       exclude: [...configDefaults.exclude, ...restarts, ...(options.exclude ?? [])],
       ...(options.server ? { globalSetup: [servicesSetup] } : {}),
-      sequence: { groupOrder: 1 },
+      sequence: { groupOrder: 2 },
     },
   };
 }
@@ -69,8 +66,8 @@ export default defineConfig({
     // inconclusive scenario). docs/design.md §7.
     maxWorkers: 2,
     projects: [
-      restartProject("services-restart", otherRestarts),
-      restartProject("services-restart-kafka", kafkaRestarts),
+      restartProject("services-restart", serverRestarts, 0),
+      restartProject("services-restart-postgres-smoke", postgresSmokeRestart, 1),
       project("core", ["packages/core/test/**/*.test.ts"]),
       project("conformance", ["packages/conformance/test/**/*.test.ts"]),
       project("cli", ["packages/cli/test/**/*.test.ts"], { exclude: ["packages/cli/test/demo/servers/**"] }),

@@ -6,8 +6,8 @@
 // through it with the default restart strategy. Afterwards every record is committed once
 // and no transaction is left open. And the window-sum example: 300,000 events with the
 // broker SIGKILLed mid-run finishes by itself, every window once for both readers.
-// Runs in the "services-restart-kafka" project, before the other tests and beside only the
-// restarts of the other servers: it ends every session on the broker.
+// Runs in the "services-restart" project, before the other tests and beside only tests that
+// restart other servers: it ends every session on the broker.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";

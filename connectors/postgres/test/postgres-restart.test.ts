@@ -4,8 +4,8 @@
 // is back (or the commit retries on a new connection), and every record shows exactly once
 // with nothing left prepared. Prepared
 // transactions survive the restart, so a checkpoint pre-committed before it commits after.
-// Runs in the "services-restart" project, before the other tests and beside only the Kafka
-// broker's restart: the restart ends every session on the server.
+// Runs in the "services-restart" project, before the other tests and beside only tests that
+// restart other servers: the restart ends every session on the server.
 
 import { DeliveryGuarantee } from "@exactly/core";
 import { crashPostgres, pgUrl, restartPostgres } from "@exactly/testkit/endpoints";

@@ -4,8 +4,8 @@
 // its last checkpoint) and the result is exact: every count and every list entry once, every key at its
 // last record. A reader polls the upsert sink's keys all along and never sees a key's version
 // go back ("no jump back"), not during the outage, not during the replay after it.
-// Runs in the "services-restart" project, before the other tests and beside only the Kafka
-// broker's restart: the fault ends every connection to the server.
+// Runs in the "services-restart" project, before the other tests and beside only tests that
+// restart other servers: the fault ends every connection to the server.
 
 import type { SinkFactory } from "@exactly/core";
 import { crashRedis, redisUrl, restartRedis } from "@exactly/testkit/endpoints";

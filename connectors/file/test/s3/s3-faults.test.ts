@@ -2,8 +2,8 @@
 // on the same data) and a crash (SIGKILL, start again). The job rides through (requests fail;
 // the SDK retries, or the job restarts from its last checkpoint) and the result is exact:
 // every record once, no multipart upload left, with checkpoints on local disk and on S3 itself.
-// Runs in the "services-restart" project, before the other tests and beside only the Kafka
-// broker's restart: the fault ends every connection to the server.
+// Runs in the "services-restart" project, before the other tests and beside only tests that
+// restart other servers: the fault ends every connection to the server.
 
 import { randomBytes } from "node:crypto";
 import { crashS3, restartS3, s3Config } from "@exactly/testkit/endpoints";
