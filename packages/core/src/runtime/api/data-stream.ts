@@ -26,20 +26,20 @@ export interface StageOptions {
   readonly codec?: ExchangeCodec<any>;
 }
 
+/** @internal The edge a new stage is fed by: the stage before it, the chained steps, how records are partitioned. */
+export interface StageInput {
+  readonly from: StageNode;
+  readonly chain: readonly ChainStep[];
+  readonly partitioning: Partitioning;
+  readonly codec?: ExchangeCodec<unknown>;
+}
+
 /**
  * @internal What a stream needs of its job to add stages: the job (`StreamJob`) implements it,
  * so the streams do not import the job.
  */
 export interface StageBuilder {
-  addStage(
-    stage: Omit<StageNode, "inputs" | "outputs">,
-    input?: {
-      from: StageNode;
-      chain: readonly ChainStep[];
-      partitioning: Partitioning;
-      codec?: ExchangeCodec<unknown>;
-    },
-  ): StageNode;
+  addStage(stage: Omit<StageNode, "inputs" | "outputs">, input?: StageInput): StageNode;
   nextId(kind: string): string;
   parallelismOf(options: StageOptions | undefined): number;
 }

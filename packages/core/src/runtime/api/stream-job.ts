@@ -6,13 +6,12 @@ import { consoleLogger, type Logger } from "../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../metrics.ts";
 import { MAX_KEY_GROUPS } from "../../operators/key-groups.ts";
 import type { Source } from "../../sources/source.ts";
-import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
 import type { ExecutionOptions } from "../engine/execution.ts";
 import { type LaunchRequest, launch, workerThreads } from "../launch.ts";
 import type { JobClient, JobEvents, JobResult } from "../runner/job-runner.ts";
 import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "../runner/restart-strategy.ts";
-import { DataStream, type StageOptions } from "./data-stream.ts";
-import type { ChainStep, Edge, JobGraph, Partitioning, StageNode, WatermarkStrategy } from "./job-graph.ts";
+import { DataStream, type StageInput, type StageOptions } from "./data-stream.ts";
+import type { Edge, JobGraph, StageNode, WatermarkStrategy } from "./job-graph.ts";
 import { originOf } from "./job-origin.ts";
 
 export interface CheckpointOptions {
@@ -102,15 +101,7 @@ export class StreamJob {
   }
 
   /** @internal */
-  addStage(
-    stage: Omit<StageNode, "inputs" | "outputs">,
-    input?: {
-      from: StageNode;
-      chain: readonly ChainStep[];
-      partitioning: Partitioning;
-      codec?: ExchangeCodec<unknown>;
-    },
-  ): StageNode {
+  addStage(stage: Omit<StageNode, "inputs" | "outputs">, input?: StageInput): StageNode {
     if (this.ids.has(stage.id)) {
       const setting = stage.kind === "sink" ? "sink name" : "uid";
       throw new ConfigurationError(
