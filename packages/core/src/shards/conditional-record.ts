@@ -1,0 +1,30 @@
+/**
+ * The one primitive shard ownership rests on (docs/design.md §2, Shards): a small record that
+ * is replaced only if nobody replaced it since it was read — S3's `If-Match`/`If-None-Match`,
+ * a Postgres row updated `WHERE version = $expected`, a file created with `O_EXCL`. A shard's
+ * lease and its checkpoint head are each one such record; every adapter implements this port
+ * and nothing else, and the lease and fencing logic above it is written once.
+ */
+
+/** A record as read: its value and the version a replacement must name. */
+export interface VersionedValue<T> {
+  readonly value: T;
+  /** Opaque to callers (an ETag, a row version, a file sequence number). */
+  readonly version: string;
+}
+
+export interface ConditionalRecord<T> {
+  /** What the record holds now, or undefined when it was never written. */
+  read(): Promise<VersionedValue<T> | undefined>;
+  /**
+   * Replaces the record with `value` if it is still at `expected` (undefined: only if it does
+   * not exist yet). Returns the new version, or undefined when another writer replaced or
+   * created it first; never overwrites a version it was not given. Throws only when the store
+   * could not answer (then the write may or may not have happened: read again).
+   */
+  replace(expected: string | undefined, value: T): Promise<string | undefined>;
+  /** Whether an error of this store may pass on retry (server restarting, connection cut). */
+  isTransient?(error: unknown): boolean;
+  /** Lets go of the clients this record created. */
+  close?(): Promise<void>;
+}
