@@ -83,6 +83,16 @@ export function buildProgram(): Command {
     .option("--export <name>", "the export that builds the job", "default")
     .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
     .option("--log-format <format>", "text, or json (one object per line)", logFormat, "text")
+    .option(
+      "--shard <k/N>",
+      "run shard k of N: its key groups and splits, its own checkpoints and lease (or EXACTLY_SHARD=k/N)",
+    )
+    .option("--shards <N>", "run as one of N shards, k from a StatefulSet hostname name-k", integer)
+    .option(
+      "--lease-duration <seconds>",
+      "a sharded job's lease: a successor takes the shard after this long unrenewed",
+      seconds,
+    )
     .action(async (module: string, opts) => {
       process.exitCode = await runJobCommand(module, opts);
     });

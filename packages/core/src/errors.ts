@@ -23,6 +23,9 @@ export type ErrorCode =
   | "WORKER_FAILED"
   // a checkpoint location another process writes to (@exactly/file/s3's checkpoint storage)
   | "CHECKPOINT_OWNERSHIP"
+  // core (shards/): this process no longer owns its shard; another took it at a later epoch
+  | "SHARD_LEASE_LOST"
+  | "SHARD_FENCED"
   // @exactly/conformance: a sink definition that contradicts itself
   | "CONFORMANCE_DEFINITION"
   // @exactly/file

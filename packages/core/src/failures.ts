@@ -14,9 +14,16 @@ export type FailureKind = "transient" | "permanent" | "other";
 
 const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "EBUSY", "EAGAIN"]);
 
-/** The default classification: our TransientError, or a network errno that may pass. */
+/**
+ * A process that lost its shard to another owner: its next attempt waits for the shard again
+ * (standing by while the new owner renews it), however often that happens.
+ */
+const STANDBY_CODES: ReadonlySet<string> = new Set<ErrorCode>(["SHARD_LEASE_LOST", "SHARD_FENCED"]);
+
+/** The default classification: our TransientError, a lost shard, or a network errno that may pass. */
 export function isTransientByDefault(error: unknown): boolean {
   if (error instanceof TransientError) return true;
+  if (error instanceof ExactlyError && STANDBY_CODES.has(error.code)) return true;
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === "string" && TRANSIENT_CODES.has(code);
 }

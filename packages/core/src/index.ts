@@ -59,7 +59,12 @@ export { type Batch, formatPosition, type RecordPosition, type StreamElement } f
 export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
 export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
 export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
-export { type CheckpointOptions, StreamJob, type StreamJobOptions } from "./runtime/api/stream-job.ts";
+export {
+  type CheckpointOptions,
+  type ShardLeaseSettings,
+  StreamJob,
+  type StreamJobOptions,
+} from "./runtime/api/stream-job.ts";
 export {
   type ExchangeCodec,
   jsonExchangeCodec,
@@ -70,6 +75,24 @@ export type { Execution } from "./runtime/engine/execution.ts";
 export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
+export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
+export type { ConditionalRecord, VersionedValue } from "./shards/conditional-record.ts";
+export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
+export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
+export {
+  type LeaseState,
+  ShardLease,
+  ShardLeaseLostError,
+  type ShardLeaseOptions,
+} from "./shards/shard-lease.ts";
+export type { ShardOwnership } from "./shards/shard-owner.ts";
+export {
+  ownsKey,
+  parseShard,
+  type ShardSpec,
+  shardFromHostname,
+  shardOfProcess,
+} from "./shards/shard-spec.ts";
 export { FlushingSink } from "./sinks/flushing-sink.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export type { LingeringContext } from "./sinks/lingering-context.ts";

@@ -42,7 +42,7 @@ async function twoInputOperator(checkpointing: CheckpointingMode) {
     labels,
     metrics: noMetrics,
     operator: operator as never,
-    output: new TaskOutput([{ edge, channels: [downstream] }], labels, 128, noMetrics),
+    output: new TaskOutput([{ edge, channels: [downstream] }], labels, { stages: [], maxParallelism: 128 }, noMetrics),
     collector: new Collector(false),
   });
   const running = task.run();

@@ -24,7 +24,12 @@ describe("a keyBy edge", () => {
     const maxParallelism = 128;
     const channels = Array.from({ length: parts }, () => new Recorder());
     const edge = { chain: [], partitioning: { kind: "hash", keyOf: (v: { key: number }) => v.key } } as unknown as Edge;
-    const output = new TaskOutput([{ edge, channels }], { stage: "s", subtask: 0 }, maxParallelism, noMetrics);
+    const output = new TaskOutput(
+      [{ edge, channels }],
+      { stage: "s", subtask: 0 },
+      { stages: [], maxParallelism },
+      noMetrics,
+    );
     const ids = Array.from({ length: 500 }, (_, i) => i);
     const batch: Batch<{ id: number; key: number }> = {
       values: ids.map((id) => ({ id, key: (id * 7) % 61 })),

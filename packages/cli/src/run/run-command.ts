@@ -4,8 +4,9 @@
  * checkpoint and its commit, then exit 0). A second signal exits at once; the next start
  * recovers from the latest checkpoint.
  */
+import { hostname } from "node:os";
 import { resolve } from "node:path";
-import { ConfigurationError, consoleLogger, type Logger, loadJob, noMetrics } from "@exactly/core";
+import { ConfigurationError, consoleLogger, type Logger, loadJob, noMetrics, shardOfProcess } from "@exactly/core";
 import { SingleBar } from "cli-progress";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
 import { jsonLogger } from "./json-logger.ts";
@@ -15,6 +16,12 @@ export interface RunOptions {
   readonly export?: string;
   readonly metricsPort?: number;
   readonly logFormat?: "text" | "json";
+  /** `k/N`: run one shard of the job (docs/design.md §2, Shards). */
+  readonly shard?: string;
+  /** N, with k from the hostname (a StatefulSet pod `name-k`). */
+  readonly shards?: number;
+  /** Seconds a sharded job's lease lasts unrenewed. */
+  readonly leaseDuration?: number;
 }
 
 /** Exit codes: 0 the job ended (or stopped) with its last checkpoint committed; 1 it failed; 2 bad usage or configuration. */
@@ -22,9 +29,19 @@ export async function runJobCommand(module: string, options: RunOptions): Promis
   const logger = options.logFormat === "json" ? jsonLogger(process.stderr) : consoleLogger;
   const exportName = options.export ?? "default";
   const prometheus = options.metricsPort === undefined ? undefined : new PrometheusMetrics(exportName);
+  const shard = shardOfProcess({
+    shard: options.shard,
+    shards: options.shards,
+    env: process.env.EXACTLY_SHARD,
+    hostname: hostname(),
+  });
+  if (options.leaseDuration !== undefined && !shard)
+    throw new ConfigurationError("--lease-duration", "only a sharded job has a lease: give --shard k/N as well");
   const job = await loadJob(resolve(module), {
     export: exportName,
     runtime: { logger, metrics: prometheus ?? noMetrics },
+    ...(shard ? { shard } : {}),
+    ...(options.leaseDuration !== undefined ? { lease: { durationMs: Math.round(options.leaseDuration * 1000) } } : {}),
   }).catch((error: unknown) => {
     // The command's flag is the setting the user knows.
     throw error instanceof ConfigurationError && error.setting === "export"

@@ -44,24 +44,32 @@ export async function listCompleted(folders: CheckpointFolders): Promise<Checkpo
 export async function loadLatest(folders: CheckpointFolders): Promise<RestoredCheckpoint | undefined> {
   const ids = await folders.ids();
   for (let i = ids.length - 1; i >= 0; i--) {
-    const checkpointId = ids[i] as number;
-    const metadata = await readMetadata(folders, checkpointId);
-    if (!metadata) continue;
-    const states = new Map<string, unknown>();
-    for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
-      try {
-        const text = await folders.readText(checkpointId, file);
-        if (text === undefined) throw new Error("missing");
-        states.set(taskKey, JSON.parse(text));
-      } catch (error) {
-        throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
-          cause: error,
-        });
-      }
-    }
-    return { metadata, states };
+    const restored = await loadCheckpoint(folders, ids[i] as number);
+    if (restored) return restored;
   }
   return undefined;
+}
+
+/** One checkpoint with every task state it lists; undefined if it has no metadata. */
+export async function loadCheckpoint(
+  folders: CheckpointFolders,
+  checkpointId: number,
+): Promise<RestoredCheckpoint | undefined> {
+  const metadata = await readMetadata(folders, checkpointId);
+  if (!metadata) return undefined;
+  const states = new Map<string, unknown>();
+  for (const [taskKey, file] of Object.entries(metadata.taskStates)) {
+    try {
+      const text = await folders.readText(checkpointId, file);
+      if (text === undefined) throw new Error("missing");
+      states.set(taskKey, JSON.parse(text));
+    } catch (error) {
+      throw new CheckpointStorageError(`state ${file} of complete checkpoint ${checkpointId} is unreadable`, {
+        cause: error,
+      });
+    }
+  }
+  return { metadata, states };
 }
 
 /** Every folder, oldest first, with the states of complete ones; reads only. */

@@ -2,6 +2,9 @@
  * Durable checkpoint storage. A checkpoint is complete exactly when its metadata is
  * durable; everything before that (task state files) is invisible to recovery.
  */
+import type { ConditionalRecord } from "../shards/conditional-record.ts";
+import type { ShardSpec } from "../shards/shard-spec.ts";
+
 export interface CheckpointMetadata {
   readonly checkpointId: number;
   readonly timestamp: number;
@@ -16,6 +19,12 @@ export interface CheckpointMetadata {
   readonly taskStates: Record<string, string>;
   /** Set for the checkpoint a job took when it finished or stopped gracefully. */
   readonly final?: boolean;
+  /**
+   * In a sharded job (docs/design.md §2, Shards): the shard that took it, and the epoch it
+   * owned the shard at. Stage parallelisms and task keys are then over every shard.
+   */
+  readonly shard?: ShardSpec;
+  readonly epoch?: number;
 }
 
 /** One checkpoint folder as `exactly inspect` shows it: complete (with metadata) or not. */
@@ -78,4 +87,15 @@ export interface CheckpointStorage {
   logStore(namespace: string): LogStore;
   /** Whether a failure of this storage may pass on a restart (its server restarting); asked by the restart strategy. */
   isTransient?(error: unknown): boolean;
+  /**
+   * What a sharded job needs of its storage (docs/design.md §2, Shards); a storage without
+   * them cannot hold a sharded job's checkpoints. `scoped` is the same storage in a
+   * sub-folder (or key prefix) `name`; `scopes` names the sub-folders that exist.
+   */
+  scoped?(name: string): CheckpointStorage;
+  scopes?(): Promise<string[]>;
+  /** A {@link ConditionalRecord} named `name` beside the checkpoints (a shard's lease and head). */
+  record?<T>(name: string): ConditionalRecord<T>;
+  /** One complete checkpoint, by id; undefined when it has no metadata. */
+  load?(checkpointId: number): Promise<RestoredCheckpoint | undefined>;
 }

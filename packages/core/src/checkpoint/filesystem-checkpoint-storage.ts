@@ -2,12 +2,15 @@ import { createReadStream } from "node:fs";
 import { type FileHandle, mkdir, open, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { CheckpointStorageError } from "../errors.ts";
+import type { ConditionalRecord } from "../shards/conditional-record.ts";
+import { FileConditionalRecord } from "../shards/file-conditional-record.ts";
 import { fsyncDirectory, isNotFound, writeAll, writeFileAtomic, writeFileDurable } from "../util/durable-fs.ts";
 import {
   applyRetention,
   type CheckpointFolders,
   inspectFolders,
   listCompleted,
+  loadCheckpoint,
   loadLatest,
   METADATA,
 } from "./checkpoint-folders.ts";
@@ -129,9 +132,40 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return loadLatest(this.folders);
   }
 
+  load(checkpointId: number): Promise<RestoredCheckpoint | undefined> {
+    return loadCheckpoint(this.folders, checkpointId);
+  }
+
   logStore(namespace: string): LogStore {
     return new FileSystemLogStore(join(this.directory, "logs", encodeURIComponent(namespace)));
   }
+
+  scoped(name: string): FileSystemCheckpointStorage {
+    return new FileSystemCheckpointStorage(join(this.directory, safeName(name)), { retained: this.retained });
+  }
+
+  async scopes(): Promise<string[]> {
+    try {
+      const entries = await readdir(this.directory, { withFileTypes: true });
+      return entries
+        .filter((e) => e.isDirectory() && !CHECKPOINT_DIR.test(e.name) && e.name !== "logs" && !e.name.startsWith("_"))
+        .map((e) => e.name);
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+  }
+
+  record<T>(name: string): ConditionalRecord<T> {
+    return new FileConditionalRecord<T>(join(this.directory, `_${safeName(name)}`));
+  }
+}
+
+/** A scope or record name: one path segment, never `.`, `..` or a separator. */
+function safeName(name: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+    throw new CheckpointStorageError(`"${name}" cannot name a folder of checkpoint storage`);
+  return name;
 }
 
 /** Text a log gathers before it is written: one write of this much, not one per batch. */

@@ -6,6 +6,7 @@
 import { availableParallelism } from "node:os";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
+import type { ShardOwner } from "../shards/shard-owner.ts";
 import type { JobGraph } from "./api/job-graph.ts";
 import type { JobOrigin } from "./api/job-origin.ts";
 import type { ExecutionOptions } from "./engine/execution.ts";
@@ -51,7 +52,12 @@ export function workerThreads(request: LaunchRequest): number {
 /** Starts the run of a job: every attempt on one event loop, or every attempt on worker threads. */
 export function launch(
   request: LaunchRequest,
-  setup: { base: Omit<ExecutionOptions, "listener">; restart: RestartStrategy; storage: CheckpointStorage },
+  setup: {
+    base: Omit<ExecutionOptions, "listener">;
+    restart: RestartStrategy;
+    storage: CheckpointStorage;
+    owner?: ShardOwner | undefined;
+  },
   events: JobEvents,
 ): JobClient {
   const { graph, origin } = request;
@@ -68,5 +74,5 @@ export function launch(
             })
         : (options, restored) => new LocalExecution(graph, options, restored),
   };
-  return startJob(plan, setup.base, setup.restart, events, setup.base.logger, setup.storage);
+  return startJob(plan, setup.base, setup.restart, events, setup.base.logger, setup.storage, setup.owner);
 }

@@ -3,6 +3,7 @@ import { RecordWriteError } from "../errors.ts";
 import type { DeliveryGuarantee, SinkCapabilities } from "../guarantee.ts";
 import type { Logger } from "../logger.ts";
 import type { Batch, RecordPosition } from "../records.ts";
+import type { ShardOwnership } from "../shards/shard-owner.ts";
 
 /** What a sink subtask knows about where it runs and what it restores. */
 export interface SinkContext {
@@ -23,6 +24,12 @@ export interface SinkContext {
   readonly allRestoredStates: readonly unknown[];
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
+  /**
+   * In a sharded job (docs/design.md §2, Shards; I9): the shard this process owns and the
+   * epoch it owns it at. A sink fences its writes with it: after a successor took the shard
+   * at a higher epoch, nothing written at this one may become visible. Undefined otherwise.
+   */
+  readonly ownership?: ShardOwnership;
   /**
    * The job's checkpoint and restart timing. A pre-committed transaction waits up to
    * interval + timeout (+ the restart delay after a crash) for its commit, so a sink whose

@@ -1,6 +1,7 @@
 import type { Key } from "../../operators/key-groups.ts";
 import type { KeyedOperator } from "../../operators/operator.ts";
 import type { Batch } from "../../records.ts";
+import type { ShardSpec } from "../../shards/shard-spec.ts";
 import type { SinkFactory } from "../../sinks/sink.ts";
 import type { Source } from "../../sources/source.ts";
 import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
@@ -59,4 +60,10 @@ export interface StageNode {
 export interface JobGraph {
   readonly stages: readonly StageNode[];
   readonly maxParallelism: number;
+  /**
+   * The shard this process runs, when the job runs as several (docs/design.md §2, Shards): a
+   * stage's `parallelism` is then its share, and its subtasks are global subtasks
+   * k·parallelism … of N·parallelism. Undefined: the whole job.
+   */
+  readonly shard?: ShardSpec;
 }

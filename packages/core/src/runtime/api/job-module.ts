@@ -9,6 +9,8 @@ import { pathToFileURL } from "node:url";
 import { ConfigurationError } from "../../errors.ts";
 import { consoleLogger, type Logger } from "../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../metrics.ts";
+import type { ShardLeaseOptions } from "../../shards/shard-lease.ts";
+import type { ShardSpec } from "../../shards/shard-spec.ts";
 import { rememberOrigin } from "./job-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 
@@ -21,6 +23,12 @@ export interface JobRuntime {
    * thread that builds the job. Empty when none were given.
    */
   readonly params: Readonly<Record<string, unknown>>;
+  /**
+   * The shard this process runs (`exactly run --shard k/N`), so that a source can read only
+   * that shard's partitions; undefined when the job runs whole. The runtime sets it on the
+   * job itself: the module need not pass it on.
+   */
+  readonly shard: ShardSpec | undefined;
 }
 
 /**
@@ -40,6 +48,10 @@ export interface LoadJobOptions {
    * the job again: plain data (what structured clone keeps), no functions or clients.
    */
   readonly params?: Readonly<Record<string, unknown>>;
+  /** Run the job as this shard of several (docs/design.md §2, Shards); handed to the module as `runtime.shard`. */
+  readonly shard?: ShardSpec;
+  /** The shard's lease timing, over what the module set (`exactly run --lease-duration`). */
+  readonly lease?: ShardLeaseOptions;
 }
 
 /**
@@ -59,11 +71,19 @@ export async function loadJob(module: string | URL, options: LoadJobOptions = {}
     logger: options.runtime?.logger ?? consoleLogger,
     metrics: options.runtime?.metrics ?? noMetrics,
     params: options.params ?? {},
+    shard: options.shard,
   };
   const job: unknown = await (build as JobModule)(runtime);
   if (!(job instanceof StreamJob)) {
     throw new ConfigurationError("export", `${module}'s ${exportName} must return a StreamJob`);
   }
-  rememberOrigin(job, { url, export: exportName, params: runtime.params });
+  if (options.shard) job.assignShard(options.shard, options.lease);
+  rememberOrigin(job, {
+    url,
+    export: exportName,
+    params: runtime.params,
+    ...(options.shard ? { shard: options.shard } : {}),
+    ...(options.lease ? { lease: options.lease } : {}),
+  });
   return job;
 }

@@ -4,6 +4,8 @@
  * job object rather than its class, so the builder and the engine can ask without importing
  * either.
  */
+import type { ShardLeaseOptions } from "../../shards/shard-lease.ts";
+import type { ShardSpec } from "../../shards/shard-spec.ts";
 
 /** Where a loaded job came from: enough for another thread to build it again. */
 export interface JobOrigin {
@@ -13,6 +15,9 @@ export interface JobOrigin {
   readonly export: string;
   /** The settings it was built with. */
   readonly params: Readonly<Record<string, unknown>>;
+  /** The shard it was loaded as, if any, and the lease timing it was given. */
+  readonly shard?: ShardSpec;
+  readonly lease?: ShardLeaseOptions;
 }
 
 const origins = new WeakMap<object, JobOrigin>();

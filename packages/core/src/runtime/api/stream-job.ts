@@ -5,6 +5,11 @@ import { ConfigurationError, requirePositiveInteger } from "../../errors.ts";
 import { consoleLogger, type Logger } from "../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../metrics.ts";
 import { MAX_KEY_GROUPS } from "../../operators/key-groups.ts";
+import type { ConditionalRecord } from "../../shards/conditional-record.ts";
+import { ShardCheckpointStorage } from "../../shards/shard-checkpoint-storage.ts";
+import { type LeaseState, ShardLease, type ShardLeaseOptions } from "../../shards/shard-lease.ts";
+import { ShardOwner } from "../../shards/shard-owner.ts";
+import { globalParallelism, requireShard, type ShardSpec } from "../../shards/shard-spec.ts";
 import type { Source } from "../../sources/source.ts";
 import type { ExecutionOptions } from "../engine/execution.ts";
 import { type LaunchRequest, launch, workerThreads } from "../launch.ts";
@@ -54,6 +59,21 @@ export interface StreamJobOptions {
    * more than the largest stage's parallelism; 0 or 1 runs every subtask on this event loop.
    */
   readonly workers?: number;
+  /**
+   * Run only shard `index` of `count` (docs/design.md §2, Shards): every stage's subtasks
+   * k·parallelism … of count·parallelism, with checkpoints under `<storage>/shard-k/` and an
+   * owner's lease with an epoch that fences the previous owner. `exactly run --shard k/N` and
+   * {@link loadJob}'s `shard` set it. Undefined: the whole job in this process.
+   */
+  readonly shard?: ShardSpec;
+  /** The shard's lease: its timing, and where it lives (default: beside the shard's checkpoints). */
+  readonly lease?: ShardLeaseSettings;
+}
+
+/** Where a sharded job's lease lives and how long it lasts. */
+export interface ShardLeaseSettings extends ShardLeaseOptions {
+  /** The lease record of a shard: S3ConditionalRecord, PostgresConditionalRecord, … Default: beside the shard's checkpoints. */
+  readonly record?: (shard: ShardSpec) => ConditionalRecord<LeaseState>;
 }
 
 /**
@@ -71,6 +91,8 @@ export interface StreamJobOptions {
 export class StreamJob {
   readonly options: StreamJobOptions;
   private readonly stages: StageNode[] = [];
+  private assignedShard: ShardSpec | undefined;
+  private assignedLease: ShardLeaseOptions | undefined;
   private readonly ids = new Set<string>();
   private counter = 0;
 
@@ -90,6 +112,24 @@ export class StreamJob {
     requireCheckpointingMode(options.checkpointing ?? "exactly-once");
     if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 0))
       throw new ConfigurationError("workers", `must be a whole number of threads, got ${options.workers}`);
+    if (options.shard) requireShard(options.shard, "shard");
+  }
+
+  /** The shard this process runs, from the options or from {@link loadJob}; undefined: the whole job. */
+  get shard(): ShardSpec | undefined {
+    return this.options.shard ?? this.assignedShard;
+  }
+
+  /** @internal loadJob's `shard`, for a module that did not pass `runtime.shard` on itself. */
+  assignShard(shard: ShardSpec, lease?: ShardLeaseOptions): void {
+    const own = this.options.shard;
+    if (own && (own.index !== shard.index || own.count !== shard.count))
+      throw new ConfigurationError(
+        "shard",
+        `the job module set shard ${own.index}/${own.count}, and it was loaded as shard ${shard.index}/${shard.count}`,
+      );
+    this.assignedShard = requireShard(shard, "shard");
+    this.assignedLease = lease;
   }
 
   private get defaultParallelism(): number {
@@ -162,7 +202,16 @@ export class StreamJob {
 
   graph(): JobGraph {
     if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
-    return { stages: this.stages, maxParallelism: this.maxParallelism };
+    const shard = this.shard;
+    if (!shard) return { stages: this.stages, maxParallelism: this.maxParallelism };
+    for (const stage of this.stages) {
+      if (globalParallelism(shard, stage.parallelism) > this.maxParallelism)
+        throw new ConfigurationError(
+          "maxParallelism",
+          `stage ${stage.id} runs ${stage.parallelism} subtasks in each of ${shard.count} shards, ${globalParallelism(shard, stage.parallelism)} in all, above maxParallelism ${this.maxParallelism}`,
+        );
+    }
+    return { stages: this.stages, maxParallelism: this.maxParallelism, shard };
   }
 
   /**
@@ -177,7 +226,8 @@ export class StreamJob {
   } {
     const graph = this.graph();
     const cp = this.options.checkpoint;
-    const storage = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    const configured = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    const storage = graph.shard ? new ShardCheckpointStorage(configured, graph.shard) : configured;
     const base: Omit<ExecutionOptions, "listener"> = {
       jobName: this.options.name,
       checkpoint: {
@@ -215,7 +265,19 @@ export class StreamJob {
   /** Starts the job; the returned client waits for it, stops or cancels it. */
   start(events: JobEvents = {}): JobClient {
     const { graph, ...setup } = this.executionSetup();
-    return launch(this.launchRequest(graph), setup, events);
+    return launch(
+      this.launchRequest(graph),
+      { ...setup, owner: this.shardOwner(setup.storage, setup.base.logger) },
+      events,
+    );
+  }
+
+  /** The owner of this process's shard (lease and checkpoint head), in a sharded job. */
+  private shardOwner(storage: CheckpointStorage, logger: Logger): ShardOwner | undefined {
+    if (!(storage instanceof ShardCheckpointStorage)) return undefined;
+    const { record, ...timing } = { ...this.options.lease, ...this.assignedLease };
+    const lease = new ShardLease(record ? record(storage.shard) : storage.leaseRecord(), timing);
+    return new ShardOwner(lease, storage, logger);
   }
 
   /** Runs a bounded job to its end (or an unbounded one until it fails). */

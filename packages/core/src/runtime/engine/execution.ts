@@ -9,6 +9,8 @@ import type { CheckpointingMode } from "../../checkpoint/checkpointing-mode.ts";
 import type { FailureKind } from "../../failures.ts";
 import type { Logger } from "../../logger.ts";
 import type { JobMetrics } from "../../metrics.ts";
+import type { ShardOwnership } from "../../shards/shard-owner.ts";
+import { globalParallelism } from "../../shards/shard-spec.ts";
 import type { JobGraph } from "../api/job-graph.ts";
 import { allTaskKeys } from "./restore-assignment.ts";
 
@@ -30,6 +32,8 @@ export interface ExecutionOptions {
   readonly logger: Logger;
   readonly listener: ExecutionListener;
   readonly metrics: JobMetrics;
+  /** The shard this attempt owns and its epoch, in a sharded job (§2, Shards). */
+  readonly ownership?: ShardOwnership;
 }
 
 /**
@@ -75,7 +79,10 @@ export async function createCoordinator(
     metadata: {
       jobName: options.jobName,
       maxParallelism: graph.maxParallelism,
-      stages: Object.fromEntries(graph.stages.map((s) => [s.id, { parallelism: s.parallelism, kind: s.kind }])),
+      stages: Object.fromEntries(
+        graph.stages.map((s) => [s.id, { parallelism: globalParallelism(graph.shard, s.parallelism), kind: s.kind }]),
+      ),
+      ...(graph.shard ? { shard: graph.shard } : {}),
     },
     targets,
     fail,

@@ -1,10 +1,15 @@
+import { RecordProcessingError } from "../../errors.ts";
 import type { JobMetrics, TaskLabels } from "../../metrics.ts";
 import { type Key, KeyGroupAssigner, subtaskForKeyGroup } from "../../operators/key-groups.ts";
 import type { Batch, RecordPosition, StreamElement } from "../../records.ts";
-import type { Edge } from "../api/job-graph.ts";
+import { firstGlobalSubtask, globalParallelism, type ShardSpec } from "../../shards/shard-spec.ts";
+import type { Edge, JobGraph } from "../api/job-graph.ts";
 import type { OutputChannel } from "./channel.ts";
 
 type Element = StreamElement<unknown>;
+
+/** In `owners`: a key group another shard owns (§2, Shards). */
+const OTHER_SHARD = 0xffff;
 
 /** One outgoing edge of a subtask: its chain of stateless steps, then partitioning. */
 class EdgeOutput {
@@ -12,8 +17,9 @@ class EdgeOutput {
   private readonly channels: readonly OutputChannel[];
   private readonly ownIndex: number;
   private readonly keyGroups: KeyGroupAssigner;
-  /** The subtask (channel) that owns each key group, for a keyBy edge. */
+  /** The subtask (channel) that owns each key group, for a keyBy edge; OTHER_SHARD where another shard does. */
   private readonly owners: Uint16Array;
+  private readonly shard: ShardSpec | undefined;
   private readonly waited: (seconds: number) => void;
   private nextTarget = 0;
   /** Each record's target subtask while a batch is split by key; kept for the next batch. */
@@ -23,16 +29,22 @@ class EdgeOutput {
     edge: Edge,
     channels: readonly OutputChannel[],
     ownIndex: number,
-    maxParallelism: number,
+    graph: JobGraph,
     waited: (seconds: number) => void,
   ) {
+    const { maxParallelism, shard } = graph;
     this.edge = edge;
     this.channels = channels;
     this.ownIndex = ownIndex;
+    this.shard = shard;
     this.keyGroups = new KeyGroupAssigner(maxParallelism);
     this.owners = new Uint16Array(maxParallelism);
-    for (let kg = 0; kg < maxParallelism; kg++)
-      this.owners[kg] = subtaskForKeyGroup(kg, maxParallelism, channels.length);
+    const first = firstGlobalSubtask(shard, channels.length);
+    const all = globalParallelism(shard, channels.length);
+    for (let kg = 0; kg < maxParallelism; kg++) {
+      const local = subtaskForKeyGroup(kg, maxParallelism, all) - first;
+      this.owners[kg] = local >= 0 && local < channels.length ? local : OTHER_SHARD;
+    }
     this.waited = waited;
   }
 
@@ -62,7 +74,7 @@ class EdgeOutput {
       return;
     }
     const parts = this.channels.length;
-    if (parts === 1) {
+    if (parts === 1 && !this.shard) {
       await this.push(this.channels[0], { kind: "batch", batch });
       return;
     }
@@ -90,6 +102,7 @@ class EdgeOutput {
     const counts = new Int32Array(parts);
     for (let i = 0; i < n; i++) {
       const target = owners[keyGroups.groupOf(keyOf(values[i]))] as number;
+      if (target === OTHER_SHARD) throw this.otherShardsKey(values[i], positions[i], keyOf);
       targets[i] = target;
       counts[target] = (counts[target] as number) + 1;
     }
@@ -119,6 +132,27 @@ class EdgeOutput {
   async broadcast(element: Element): Promise<void> {
     for (const channel of this.channels) await this.push(channel, element);
   }
+
+  /**
+   * Shards exchange no records: a keyed stage of shard k can take only keys of its key-group
+   * range, so its sources must read only those (partitioned input, as Kafka Streams needs).
+   */
+  private otherShardsKey(value: unknown, position: RecordPosition | undefined, keyOf: (value: unknown) => Key) {
+    const { maxParallelism } = this.keyGroups;
+    const shard = this.shard as ShardSpec;
+    const group = this.keyGroups.groupOf(keyOf(value));
+    const owner = Math.floor(
+      subtaskForKeyGroup(group, maxParallelism, shard.count * this.channels.length) / this.channels.length,
+    );
+    return new RecordProcessingError(
+      this.edge.from.id,
+      position,
+      new Error(
+        `keyBy into ${this.edge.to.id}: the key's group ${group} belongs to shard ${owner} of ${shard.count}, and this is shard ${shard.index}; ` +
+          "shards exchange no records, so each shard's sources must read only keys of its own key groups (docs/design.md §2, Shards)",
+      ),
+    );
+  }
 }
 
 /** Everything one subtask emits, fanned out over its outgoing edges. */
@@ -130,7 +164,7 @@ export class TaskOutput {
   constructor(
     edges: ReadonlyArray<{ edge: Edge; channels: readonly OutputChannel[] }>,
     labels: TaskLabels,
-    maxParallelism: number,
+    graph: JobGraph,
     metrics: JobMetrics,
   ) {
     this.metrics = metrics;
@@ -138,7 +172,7 @@ export class TaskOutput {
     const waited = (seconds: number) => metrics.backpressure(labels, seconds);
     // Reported once at zero, so the series exists before the first wait.
     if (edges.length > 0) waited(0);
-    this.edges = edges.map((e) => new EdgeOutput(e.edge, e.channels, labels.subtask, maxParallelism, waited));
+    this.edges = edges.map((e) => new EdgeOutput(e.edge, e.channels, labels.subtask, graph, waited));
   }
 
   /** Sends a batch on every edge; it counts as sent on before the edges' stateless steps. */

@@ -11,6 +11,7 @@
 import type { RestoredCheckpoint } from "../../checkpoint/checkpoint-storage.ts";
 import { keyGroupRange } from "../../operators/key-groups.ts";
 import type { KeyedStateSnapshot } from "../../operators/keyed-state.ts";
+import { firstGlobalSubtask, globalParallelism } from "../../shards/shard-spec.ts";
 import type { JobGraph, StageNode } from "../api/job-graph.ts";
 
 /** The key a subtask's state is stored and acknowledged under. */
@@ -18,10 +19,28 @@ export function taskKey(stage: StageNode, subtask: number): string {
   return `${stage.id}/${subtask}`;
 }
 
-/** Every task key of the job, as the coordinator expects acknowledgements. */
+/**
+ * Where a subtask sits in the whole job: in a sharded job (§2, Shards) shard k runs global
+ * subtasks k·p … k·p+p−1 of a stage of parallelism p, out of N·p; every rule below, the
+ * task keys and everything a source, operator or sink is told use the global numbers, so
+ * states and names of two shards never meet and a rescale redistributes them as any other.
+ */
+export function globalSubtaskOf(
+  graph: JobGraph,
+  stage: StageNode,
+  subtask: number,
+): { subtask: number; parallelism: number } {
+  return {
+    subtask: firstGlobalSubtask(graph.shard, stage.parallelism) + subtask,
+    parallelism: globalParallelism(graph.shard, stage.parallelism),
+  };
+}
+
+/** Every task key this process's part of the job acknowledges, as the coordinator expects them. */
 export function allTaskKeys(graph: JobGraph): Set<string> {
   const keys = new Set<string>();
-  for (const stage of graph.stages) for (let i = 0; i < stage.parallelism; i++) keys.add(taskKey(stage, i));
+  for (const stage of graph.stages)
+    for (let i = 0; i < stage.parallelism; i++) keys.add(taskKey(stage, globalSubtaskOf(graph, stage, i).subtask));
   return keys;
 }
 

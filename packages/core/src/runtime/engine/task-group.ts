@@ -8,7 +8,14 @@ import type { Edge, JobGraph, StageNode } from "../api/job-graph.ts";
 import { Channel, InputGate, type OutputChannel } from "./channel.ts";
 import type { ExecutionOptions } from "./execution.ts";
 import { TaskOutput } from "./output.ts";
-import { keyedStateFor, restoredStatesOf, sinkStatesFor, sourcePositionsFor, taskKey } from "./restore-assignment.ts";
+import {
+  globalSubtaskOf,
+  keyedStateFor,
+  restoredStatesOf,
+  sinkStatesFor,
+  sourcePositionsFor,
+  taskKey,
+} from "./restore-assignment.ts";
 import { type CheckpointAcknowledger, OperatorTask, SinkTask, SourceTask } from "./tasks.ts";
 
 type Element = StreamElement<unknown>;
@@ -137,7 +144,7 @@ export class TaskGroup {
         channels: (channels.get(edge) ?? []).map((row) => row[subtask] as OutputChannel),
       })),
       labelsOf(stage, subtask),
-      this.graph.maxParallelism,
+      this.graph,
       this.options.metrics,
     );
   }
@@ -155,7 +162,7 @@ export class TaskGroup {
     const old = restoredStatesOf(this.restored, stage);
     for (let subtask = 0; subtask < stage.parallelism; subtask++) {
       if (!this.share.runs(stage, subtask)) continue;
-      const key = taskKey(stage, subtask);
+      const key = taskKey(stage, globalSubtaskOf(this.graph, stage, subtask).subtask);
       if (stage.kind === "source" && stage.source) {
         this.sources.push(this.createSourceTask(stage, stage.source, subtask, key, old, channels));
       } else if (stage.kind === "operator" && stage.operator) {
@@ -175,7 +182,10 @@ export class TaskGroup {
     channels: ChannelGrid,
   ): SourceTask {
     const positions = sourcePositionsFor(old);
-    const reader = source.createReader({ subtask, parallelism: stage.parallelism, restoredPositions: positions });
+    const reader = source.createReader({
+      ...globalSubtaskOf(this.graph, stage, subtask),
+      restoredPositions: positions,
+    });
     return new SourceTask({
       key,
       storage: this.options.storage,
@@ -197,11 +207,11 @@ export class TaskGroup {
     channels: ChannelGrid,
   ): OperatorTask {
     const operator = createOperator();
+    const global = globalSubtaskOf(this.graph, stage, subtask);
     operator.open({
-      subtask,
-      parallelism: stage.parallelism,
+      ...global,
       maxParallelism: this.graph.maxParallelism,
-      ...keyedStateFor(old, subtask, stage.parallelism, this.graph.maxParallelism),
+      ...keyedStateFor(old, global.subtask, global.parallelism, this.graph.maxParallelism),
     });
     return new OperatorTask({
       key,
@@ -226,16 +236,17 @@ export class TaskGroup {
     channels: ChannelGrid,
   ): SinkTask {
     const { options, restored } = this;
+    const global = globalSubtaskOf(this.graph, stage, subtask);
     const context: SinkContext = {
       sinkId: stage.id,
-      subtask,
-      parallelism: stage.parallelism,
+      ...global,
       previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
       restoredCheckpointId: restored?.metadata.checkpointId,
-      restoredStates: sinkStatesFor(old, subtask, stage.parallelism),
+      restoredStates: sinkStatesFor(old, global.subtask, global.parallelism),
       allRestoredStates: old.filter((s) => s !== undefined),
       storage: options.storage,
       logger: options.logger,
+      ...(options.ownership ? { ownership: options.ownership } : {}),
       checkpointTiming: {
         intervalMs: options.checkpoint.intervalMs,
         timeoutMs: options.checkpoint.timeoutMs,

@@ -2,6 +2,7 @@ import type { CheckpointStorage, RestoredCheckpoint } from "../../checkpoint/che
 import { CancelledError, ConfigurationError, describe, JobFailedError } from "../../errors.ts";
 import { classifyFailure, type FailureKind } from "../../failures.ts";
 import type { Logger } from "../../logger.ts";
+import type { ShardOwner, ShardOwnership } from "../../shards/shard-owner.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { Execution, ExecutionListener, ExecutionOptions } from "../engine/execution.ts";
 import { RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
@@ -51,6 +52,7 @@ export function startJob(
   events: JobEvents,
   logger: Logger,
   storage: CheckpointStorage,
+  owner?: ShardOwner,
 ): JobClient {
   let current: Execution | undefined;
   let stopRequested = false;
@@ -66,6 +68,10 @@ export function startJob(
       const startedAt = Date.now();
       let execution: Execution | undefined;
       try {
+        // A sharded job's attempt first owns its shard: it waits while a live owner renews the
+        // lease, and a lease lost later fails the attempt it runs.
+        let ownership: ShardOwnership | undefined;
+        if (owner) ownership = await owner.claim((lost) => current?.cancel(lost), abort.signal);
         // Inside the attempt: checkpoint storage that is unreachable for a while (S3 restarting)
         // fails this attempt and is retried with the others, rather than ending the job.
         const restored = await storage.loadLatest();
@@ -84,17 +90,21 @@ export function startJob(
             });
           }
         }
-        execution = plan.create({ ...base, listener: events }, restored);
+        execution = plan.create({ ...base, listener: events, ...(ownership ? { ownership } : {}) }, restored);
         current = execution;
         if (stopRequested) execution.requestStop();
         events.onStart?.({ attempt, restoredCheckpointId: restored?.metadata.checkpointId });
         await execution.run();
         checkpoints += execution.checkpointsCompleted;
+        await owner?.release();
         return { checkpointsCompleted: checkpoints, restarts, restoredCheckpointId: firstRestored };
       } catch (error) {
         const completed = execution?.checkpointsCompleted ?? 0;
         checkpoints += completed;
-        if (cancelled || error instanceof ConfigurationError) throw error;
+        if (cancelled || error instanceof ConfigurationError) {
+          owner?.stop();
+          throw error;
+        }
         if (completed > 0 || Date.now() - startedAt >= resetAfter) backoff.progressed();
         const hints = [
           ...(execution?.transientClassifiers() ?? []),
@@ -102,7 +112,10 @@ export function startJob(
         ];
         const kind = execution?.failureKindOf?.(error) ?? classifyFailure(error, hints, restart.classify);
         const decision = backoff.onFailure(kind);
-        if (!decision.restart) throw new JobFailedError(attempt, error, decision.reason);
+        if (!decision.restart) {
+          owner?.stop();
+          throw new JobFailedError(attempt, error, decision.reason);
+        }
         logger.warn(`job failed (${kind}), restarting from the latest checkpoint in ${decision.delayMs} ms`, {
           attempt,
           kind,
@@ -119,6 +132,7 @@ export function startJob(
     }
   };
 
+  const abort = new AbortController();
   const result = run();
   return {
     result,
@@ -132,6 +146,7 @@ export function startJob(
     },
     cancel() {
       cancelled = true;
+      abort.abort(new CancelledError());
       current?.cancel(new CancelledError());
     },
   };

@@ -173,6 +173,7 @@ export class ThreadedExecution implements Execution, CoordinatorTargets {
         senders,
         receivers,
         metrics: this.options.metrics !== noMetrics,
+        ownership: this.options.ownership,
       }),
       {
         message: (worker, message) => this.onMessage(worker, message),

@@ -5,12 +5,14 @@
  * report only the handle; the coordinator in the main thread decides what is complete.
  * Clients are made here, inside the subtasks that use them: nothing is shared across threads.
  */
+
 import { parentPort, workerData } from "node:worker_threads";
 import type { StoredTaskState } from "../../../checkpoint/checkpoint-storage.ts";
 import { CancelledError, ConfigurationError } from "../../../errors.ts";
 import { classifyFailure } from "../../../failures.ts";
 import type { Logger } from "../../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../../metrics.ts";
+import { ShardCheckpointStorage } from "../../../shards/shard-checkpoint-storage.ts";
 import type { Edge } from "../../api/job-graph.ts";
 import { loadJob } from "../../api/job-module.ts";
 import { jsonExchangeCodec } from "../exchange/exchange-codec.ts";
@@ -124,9 +126,12 @@ async function start(): Promise<void> {
   const job = await loadJob(setup.origin.url, {
     export: setup.origin.export,
     params: setup.origin.params,
+    ...(setup.origin.shard ? { shard: setup.origin.shard } : {}),
+    ...(setup.origin.lease ? { lease: setup.origin.lease } : {}),
     runtime: { logger, metrics },
   });
   const { graph, base, restart, storage } = job.executionSetup();
+  if (setup.ownership && storage instanceof ShardCheckpointStorage) storage.enter(setup.ownership.epoch);
   if (jobShape(graph, job.options.checkpoint.storage) !== setup.shape) {
     throw new ConfigurationError(
       "workers",
@@ -136,7 +141,7 @@ async function start(): Promise<void> {
   }
   group = new TaskGroup({
     graph,
-    options: { ...base, listener: {} },
+    options: { ...base, listener: {}, ...(setup.ownership ? { ownership: setup.ownership } : {}) },
     restored: setup.restored,
     share: share(edgesOf(graph), base.channelCapacity * THREAD_CHANNEL_FACTOR),
     acks: {

@@ -2,11 +2,13 @@
  * What the main thread and a worker thread say to each other while a job runs on workers.
  * The main thread decides (checkpoints, completion, the end); workers do and report.
  */
+
 import type { MessagePort } from "node:worker_threads";
 import type { RestoredCheckpoint, StoredTaskState } from "../../../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError, ExactlyError } from "../../../errors.ts";
 import type { FailureKind } from "../../../failures.ts";
 import type { CheckpointResult, TaskLabels } from "../../../metrics.ts";
+import type { ShardOwnership } from "../../../shards/shard-owner.ts";
 import type { JobOrigin } from "../../api/job-origin.ts";
 import type { ClaimHolder, ClaimResult } from "../process-claims.ts";
 
@@ -24,6 +26,8 @@ export interface WorkerSetup {
   readonly receivers: Record<string, MessagePort>;
   /** Whether the main thread keeps metrics (otherwise the worker reports none). */
   readonly metrics: boolean;
+  /** The shard and epoch the attempt owns, in a sharded job: the worker writes its state into that epoch's folder. */
+  readonly ownership: ShardOwnership | undefined;
 }
 
 /** Main thread → worker. */

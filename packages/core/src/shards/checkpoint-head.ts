@@ -1,0 +1,75 @@
+/**
+ * A shard's checkpoint head (docs/design.md §2, Shards; I9): the one record that says which
+ * checkpoint of the shard is the latest complete one, and which epoch may move it. A new
+ * owner first raises the head's epoch to its own — from then on every older owner's attempt
+ * to name a checkpoint complete fails — and restores the checkpoint the head names. Writing a
+ * checkpoint's metadata is not enough to complete it in a sharded job: the head must name it.
+ */
+import { ExactlyError } from "../errors.ts";
+import type { ConditionalRecord } from "./conditional-record.ts";
+
+/** What the head record holds. */
+export interface HeadState {
+  /** The epoch of the newest owner; only it may move `latest`. */
+  readonly epoch: number;
+  /** The latest complete checkpoint, and the epoch that completed it; absent before the first. */
+  readonly latest?: { readonly checkpointId: number; readonly epoch: number };
+}
+
+/** An owner whose epoch is no longer the shard's newest tried to act as its owner. */
+export class ShardFencedError extends ExactlyError {
+  readonly epoch: number;
+  constructor(epoch: number, message: string) {
+    super("SHARD_FENCED", `epoch ${epoch} of this shard is fenced: ${message}`);
+    this.epoch = epoch;
+  }
+}
+
+export class CheckpointHead {
+  private readonly record: ConditionalRecord<HeadState>;
+  private epoch: number | undefined;
+  private version: string | undefined;
+  private state: HeadState | undefined;
+
+  constructor(record: ConditionalRecord<HeadState>) {
+    this.record = record;
+  }
+
+  /** The latest complete checkpoint as this owner last wrote or read it. */
+  get latest(): HeadState["latest"] {
+    return this.state?.latest;
+  }
+
+  /**
+   * Makes `epoch` the head's epoch, fencing every older owner, and returns the latest complete
+   * checkpoint it names. Throws {@link ShardFencedError} when a newer epoch already holds it.
+   */
+  async fence(epoch: number): Promise<HeadState["latest"]> {
+    for (;;) {
+      const current = await this.record.read();
+      if (current && current.value.epoch > epoch)
+        throw new ShardFencedError(epoch, `epoch ${current.value.epoch} holds the checkpoint head`);
+      const next: HeadState = { ...current?.value, epoch };
+      const version = await this.record.replace(current?.version, next);
+      // Another writer moved the head between the read and the write (an older owner completing
+      // a checkpoint, which is then before this fence): read it again.
+      if (version === undefined) continue;
+      this.epoch = epoch;
+      this.version = version;
+      this.state = next;
+      return next.latest;
+    }
+  }
+
+  /** Names checkpoint `checkpointId` the latest complete one; throws {@link ShardFencedError} if another epoch moved the head. */
+  async complete(checkpointId: number): Promise<void> {
+    const epoch = this.epoch;
+    if (epoch === undefined) throw new ShardFencedError(0, "the head was never fenced by this owner");
+    const next: HeadState = { epoch, latest: { checkpointId, epoch } };
+    const version = await this.record.replace(this.version, next);
+    if (version === undefined)
+      throw new ShardFencedError(epoch, `another owner took the shard before checkpoint ${checkpointId} completed`);
+    this.version = version;
+    this.state = next;
+  }
+}

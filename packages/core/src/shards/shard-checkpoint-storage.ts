@@ -1,0 +1,147 @@
+/**
+ * The checkpoints of one shard (docs/design.md §2, Shards; I9): `<location>/shard-k/`, with
+ * a folder per epoch (`epoch-<e>/chk-<id>/`) so that an old owner never writes where its
+ * successor does, and the head (checkpoint-head.ts) deciding which checkpoint is complete.
+ * Write-ahead logs stay at the location's root, shared by every shard: their names carry the
+ * global subtask index, and after a rescale another shard replays them.
+ */
+
+import type {
+  CheckpointMetadata,
+  CheckpointStorage,
+  LogStore,
+  RestoredCheckpoint,
+  StoredTaskState,
+} from "../checkpoint/checkpoint-storage.ts";
+import { ConfigurationError } from "../errors.ts";
+import { CheckpointHead, type HeadState, ShardFencedError } from "./checkpoint-head.ts";
+import type { ConditionalRecord } from "./conditional-record.ts";
+import type { LeaseState } from "./shard-lease.ts";
+import { type ShardSpec, shardName } from "./shard-spec.ts";
+
+type ShardableStorage = CheckpointStorage & Required<Pick<CheckpointStorage, "scoped" | "scopes" | "record" | "load">>;
+
+/** Refuses, naming `checkpoint.storage`, a storage that cannot hold a sharded job's checkpoints. */
+export function requireShardable(storage: CheckpointStorage): ShardableStorage {
+  if (storage.scoped && storage.scopes && storage.record && storage.load) return storage as ShardableStorage;
+  throw new ConfigurationError(
+    "checkpoint.storage",
+    "a sharded job needs a checkpoint storage with conditional records (a directory, or S3CheckpointStorage); this one has none",
+  );
+}
+
+const EPOCH_SCOPE = /^epoch-(\d+)$/;
+
+export class ShardCheckpointStorage implements CheckpointStorage {
+  readonly shard: ShardSpec;
+  private readonly base: ShardableStorage;
+  private readonly own: ShardableStorage;
+  private readonly head: CheckpointHead;
+  private epoch: number | undefined;
+  private current: CheckpointStorage | undefined;
+  /** Asked before a checkpoint completes: throws when this process may no longer act as the owner. */
+  private assertOwner: () => void = () => {};
+
+  constructor(base: CheckpointStorage, shard: ShardSpec) {
+    this.base = requireShardable(base);
+    this.shard = shard;
+    this.own = requireShardable(this.base.scoped(shardName(shard)));
+    this.head = new CheckpointHead(this.own.record<HeadState>("head"));
+  }
+
+  /** Sets the check every completion makes first (the lease's `assertHeld`). */
+  guardWith(assertOwner: () => void): void {
+    this.assertOwner = assertOwner;
+  }
+
+  /** The shard's lease record, beside its checkpoints (the default lease store). */
+  leaseRecord(): ConditionalRecord<LeaseState> {
+    return this.own.record<LeaseState>("lease");
+  }
+
+  /**
+   * Becomes the owner at `epoch`: fences the head (in the main thread, once per attempt) and
+   * writes into the epoch's folder from then on. A worker thread only `enter`s, unfenced.
+   */
+  async claim(epoch: number): Promise<void> {
+    await this.head.fence(epoch);
+    this.enter(epoch);
+  }
+
+  enter(epoch: number): void {
+    this.epoch = epoch;
+    this.current = this.own.scoped(`epoch-${epoch}`);
+  }
+
+  private get writer(): CheckpointStorage {
+    if (!this.current) throw new ShardFencedError(0, "checkpoint storage used before the shard was claimed");
+    return this.current;
+  }
+
+  async highestCheckpointId(): Promise<number> {
+    // Above every id any earlier owner reserved, so no two owners' checkpoints (and the names
+    // sinks derive from ids) meet.
+    let highest = this.head.latest?.checkpointId ?? 0;
+    for (const scope of await this.own.scopes()) {
+      if (EPOCH_SCOPE.test(scope)) highest = Math.max(highest, await this.own.scoped(scope).highestCheckpointId());
+    }
+    return highest;
+  }
+
+  beginCheckpoint(checkpointId: number): Promise<void> {
+    return this.writer.beginCheckpoint(checkpointId);
+  }
+
+  writeTaskState(checkpointId: number, taskKey: string, state: unknown): Promise<StoredTaskState> {
+    return this.writer.writeTaskState(checkpointId, taskKey, state);
+  }
+
+  async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {
+    this.assertOwner();
+    await this.writer.completeCheckpoint({ ...metadata, shard: this.shard, epoch: this.epoch });
+    await this.head.complete(metadata.checkpointId);
+  }
+
+  discardCheckpoint(checkpointId: number): Promise<void> {
+    return this.writer.discardCheckpoint(checkpointId);
+  }
+
+  /** The checkpoint the head names: a metadata file the head does not name never completed. */
+  async loadLatest(): Promise<RestoredCheckpoint | undefined> {
+    const latest = this.head.latest ?? (await this.readHead())?.latest;
+    if (!latest) return undefined;
+    const restored = await this.own.scoped(`epoch-${latest.epoch}`).load?.(latest.checkpointId);
+    if (!restored)
+      throw new ShardFencedError(
+        this.epoch ?? 0,
+        `checkpoint ${latest.checkpointId} that the head names is missing from epoch-${latest.epoch}`,
+      );
+    const layout = restored.metadata.shard;
+    if (layout && (layout.count !== this.shard.count || layout.index !== this.shard.index))
+      throw new ConfigurationError(
+        "shard",
+        `checkpoint ${latest.checkpointId} of ${shardName(this.shard)} was taken as shard ${layout.index}/${layout.count}; ` +
+          "restoring it as another layout is a rescale, which starts every shard anew",
+      );
+    return restored;
+  }
+
+  private async readHead(): Promise<HeadState | undefined> {
+    return (await this.own.record<HeadState>("head").read())?.value;
+  }
+
+  async listCompleted(): Promise<CheckpointMetadata[]> {
+    const latest = this.head.latest ?? (await this.readHead())?.latest;
+    if (!latest) return [];
+    const all = await this.own.scoped(`epoch-${latest.epoch}`).listCompleted();
+    return all.filter((m) => m.checkpointId <= latest.checkpointId);
+  }
+
+  logStore(namespace: string): LogStore {
+    return this.base.logStore(namespace);
+  }
+
+  isTransient(error: unknown): boolean {
+    return this.base.isTransient?.(error) ?? false;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * What a process does to own its shard for each attempt (docs/design.md §2, Shards): take the
+ * lease (waiting while a live owner renews it), fence the checkpoint head with the lease's
+ * epoch, keep renewing, and fail the running attempt the moment the lease is lost. The
+ * runner (runtime/runner/job-runner.ts) calls `claim` before every attempt restores.
+ */
+import type { Logger } from "../logger.ts";
+import type { ShardCheckpointStorage } from "./shard-checkpoint-storage.ts";
+import type { ShardLease, ShardLeaseLostError } from "./shard-lease.ts";
+import type { ShardSpec } from "./shard-spec.ts";
+
+/** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
+export interface ShardOwnership {
+  readonly shard: ShardSpec;
+  readonly epoch: number;
+}
+
+export class ShardOwner {
+  readonly storage: ShardCheckpointStorage;
+  private readonly lease: ShardLease;
+  private readonly logger: Logger;
+  private onLost: ((error: ShardLeaseLostError) => void) | undefined;
+
+  constructor(lease: ShardLease, storage: ShardCheckpointStorage, logger: Logger) {
+    this.lease = lease;
+    this.storage = storage;
+    this.logger = logger;
+    storage.guardWith(() => lease.assertHeld());
+  }
+
+  get shard(): ShardSpec {
+    return this.storage.shard;
+  }
+
+  /** Waits until this process owns the shard and its checkpoint head; `onLost` hears when it stops owning it. */
+  async claim(onLost: (error: ShardLeaseLostError) => void, signal?: AbortSignal): Promise<ShardOwnership> {
+    this.onLost = onLost;
+    const { index, count } = this.shard;
+    if (!this.lease.isHeld()) {
+      this.lease.stop();
+      const epoch = await this.lease.acquire(signal, (holder) =>
+        this.logger.info(
+          `waiting for shard ${index} of ${count}: ${holder.owner} holds it at epoch ${holder.epoch}; taking it if it is not renewed for ${this.lease.durationMs} ms`,
+          { shard: index, holder: holder.owner, epoch: holder.epoch },
+        ),
+      );
+      this.lease.keep((error) => this.onLost?.(error));
+      this.logger.info(`owns shard ${index} of ${count} at epoch ${epoch}`, { shard: index, epoch });
+    }
+    const epoch = this.lease.epoch as number;
+    await this.storage.claim(epoch);
+    return { shard: this.shard, epoch };
+  }
+
+  /** Ends the ownership: released, so a successor starts at once. */
+  async release(): Promise<void> {
+    this.onLost = undefined;
+    await this.lease.release();
+  }
+
+  /** Stops renewing without releasing (a failed job: its lease runs out). */
+  stop(): void {
+    this.onLost = undefined;
+    this.lease.stop();
+  }
+}

@@ -1,0 +1,184 @@
+// A job as N shards (docs/design.md §2, Shards; I9): the lease and its epochs over the
+// file-system conditional record, the checkpoint head that fences an old owner, and shards
+// of one job that split its key groups and keep their checkpoints apart.
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  CheckpointHead,
+  FileConditionalRecord,
+  GeneratorSource,
+  type HeadState,
+  JobFailedError,
+  type LeaseState,
+  ownsKey,
+  RecordProcessingError,
+  ShardFencedError,
+  ShardLease,
+  ShardLeaseLostError,
+  type ShardSpec,
+  StreamJob,
+  silentLogger,
+} from "../src/index.ts";
+import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
+
+const MAX_PARALLELISM = 128;
+
+describe("a shard lease", () => {
+  it("is taken at once when nobody holds it or its owner released it, each owner at a higher epoch", async () => {
+    const record = new FileConditionalRecord<LeaseState>(join(await tempDir(), "lease"));
+    const first = new ShardLease(record, { durationMs: 60_000 });
+    expect(await first.acquire()).toBe(1);
+    expect(first.isHeld()).toBe(true);
+    await first.release();
+    const second = new ShardLease(record, { durationMs: 60_000 });
+    expect(await second.acquire()).toBe(2);
+    expect((await record.read())?.value).toMatchObject({ epoch: 2, owner: second.owner, released: false });
+  });
+
+  it("is not taken while its owner renews it; once renewals stop it goes to the watcher at the next epoch, and the old owner's renewal is refused", async () => {
+    const record = new FileConditionalRecord<LeaseState>(join(await tempDir(), "lease"));
+    const owner = new ShardLease(record, { durationMs: 600, renewEveryMs: 100, pollEveryMs: 50 });
+    await owner.acquire();
+    owner.keep(() => {});
+    const watcher = new ShardLease(record, { durationMs: 600, renewEveryMs: 100, pollEveryMs: 50 });
+    const waiting = watcher.acquire();
+    let taken = false;
+    void waiting.then(() => {
+      taken = true;
+    });
+    // Three lease durations of renewals: the watcher keeps waiting.
+    for (let i = 0; i < 18; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(taken).toBe(false);
+      expect(owner.isHeld()).toBe(true);
+    }
+    owner.stop();
+    expect(await waiting).toBe(2);
+    await expect(owner.renew()).rejects.toBeInstanceOf(ShardLeaseLostError);
+    expect(owner.isHeld()).toBe(false);
+    expect(() => owner.assertHeld()).toThrow(ShardLeaseLostError);
+    watcher.stop();
+  });
+
+  it("of two processes started at once for the same shard, exactly one takes it", async () => {
+    const record = new FileConditionalRecord<LeaseState>(join(await tempDir(), "lease"));
+    const leases = Array.from({ length: 6 }, () => new ShardLease(record, { durationMs: 60_000 }));
+    const abort = new AbortController();
+    const won = await Promise.race(leases.map((lease) => lease.acquire(abort.signal).then(() => lease)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    abort.abort();
+    expect(leases.filter((lease) => lease.isHeld())).toEqual([won]);
+    expect(won.epoch).toBe(1);
+  });
+});
+
+describe("a shard's checkpoint head", () => {
+  it("refuses the old owner's completion once a successor fenced it, and refuses a fence by an older epoch", async () => {
+    const record = new FileConditionalRecord<HeadState>(join(await tempDir(), "head"));
+    const old = new CheckpointHead(record);
+    expect(await old.fence(1)).toBeUndefined();
+    await old.complete(5);
+    const successor = new CheckpointHead(record);
+    expect(await successor.fence(2)).toEqual({ checkpointId: 5, epoch: 1 });
+    await expect(old.complete(6)).rejects.toBeInstanceOf(ShardFencedError);
+    await successor.complete(7);
+    expect((await record.read())?.value).toEqual({ epoch: 2, latest: { checkpointId: 7, epoch: 2 } });
+    await expect(new CheckpointHead(record).fence(1)).rejects.toBeInstanceOf(ShardFencedError);
+  });
+});
+
+/**
+ * Keys by the global source subtask that reads them: the generator deals index i to split
+ * i mod 4, and at 2 shards × parallelism 2 global subtask s reads split s, so record i gets a
+ * key of key-group range i mod 4 — the input is partitioned by key, as a sharded keyed job needs.
+ */
+const KEYS_BY_SUBTASK = Array.from({ length: 4 }, (_, s) =>
+  Array.from({ length: 400 }, (_, k) => k)
+    .filter((k) => ownsKey({ index: s, count: 4 }, k, MAX_PARALLELISM))
+    .slice(0, 20),
+);
+
+function keyOf(id: number): number {
+  return (KEYS_BY_SUBTASK[id % 4] as number[])[Math.floor(id / 4) % 20] as number;
+}
+
+/** Shard `shard` of a keyed job with a per-key count; `foreignAt` gets a key of the other shard. */
+function shardedJob(storage: string, shard: ShardSpec, store: MemoryStore, options: { foreignAt?: number } = {}) {
+  const job = new StreamJob({
+    name: "sharded",
+    parallelism: 2,
+    maxParallelism: MAX_PARALLELISM,
+    shard,
+    workers: 1,
+    logger: silentLogger,
+    checkpoint: { storage, intervalMs: 20 },
+    restart: { maxRestarts: 0 },
+  });
+  job
+    .fromSource(
+      new GeneratorSource({
+        count: 4000,
+        splits: 4,
+        generate: (id) => ({ id, key: id === options.foreignAt ? keyOf(id + 2) : keyOf(id) }),
+      }),
+    )
+    .keyBy((r) => r.key)
+    .process<{ id: number; key: number; n: number }, number>({
+      processElement(r, ctx) {
+        const n = (ctx.state.value() ?? 0) + 1;
+        ctx.state.update(n);
+        ctx.emit({ ...r, n });
+      },
+    })
+    .sinkTo(() => new MemorySink(store), { name: "out" });
+  return job;
+}
+
+describe("a job run as shards", () => {
+  it("splits the key groups between its shards: together they write every record once with exact per-key counts, each shard's checkpoints under shard-k/ with global subtasks", async () => {
+    const dir = await tempDir();
+    const stores = [new MemoryStore(), new MemoryStore()];
+    await Promise.all(
+      [0, 1].map((index) => shardedJob(dir, { index, count: 2 }, stores[index] as MemoryStore).execute()),
+    );
+    const rows = stores.flatMap((s) => s.committed as Array<{ id: number; key: number; n: number }>);
+    expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(Array.from({ length: 4000 }, (_, i) => i));
+    const perKey = new Map<number, number[]>();
+    for (const r of rows) perKey.set(r.key, [...(perKey.get(r.key) ?? []), r.n]);
+    for (const [, ns] of perKey) expect(ns.sort((a, b) => a - b)).toEqual(ns.map((_, i) => i + 1));
+    // Each shard wrote only its own keys.
+    for (const index of [0, 1])
+      for (const r of stores[index]?.committed as Array<{ key: number }>)
+        expect(ownsKey({ index, count: 2 }, r.key, MAX_PARALLELISM)).toBe(true);
+
+    expect((await readdir(dir)).sort()).toEqual(["shard-0", "shard-1"]);
+    const epochDir = join(dir, "shard-1", "epoch-1");
+    const last = (await readdir(epochDir))
+      .filter((n) => n.startsWith("chk-"))
+      .sort()
+      .at(-1) as string;
+    const metadata = JSON.parse(await readFile(join(epochDir, last, "_metadata"), "utf8"));
+    expect(metadata.shard).toEqual({ index: 1, count: 2 });
+    expect(metadata.epoch).toBe(1);
+    // Shard 1 of 2 at parallelism 2 runs global subtasks 2 and 3 of 4.
+    expect(metadata.stages.out.parallelism).toBe(4);
+    expect(
+      Object.keys(metadata.taskStates)
+        .filter((k) => k.startsWith("out/"))
+        .sort(),
+    ).toEqual(["out/2", "out/3"]);
+  });
+
+  it("fails the job naming the record's position when a keyed stage receives a key another shard owns", async () => {
+    // Record 1000 is read by global subtask 0 (shard 0) and gets a key of subtask 2's range (shard 1).
+    const error = await shardedJob(await tempDir(), { index: 0, count: 2 }, new MemoryStore(), { foreignAt: 1000 })
+      .execute()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobFailedError);
+    const cause = (error as JobFailedError).cause;
+    expect(cause).toBeInstanceOf(RecordProcessingError);
+    expect((cause as RecordProcessingError).position).toMatchObject({ offset: 1000 });
+    expect((cause as Error).message).toContain("belongs to shard 1 of 2");
+  });
+});
