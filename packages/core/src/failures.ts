@@ -20,6 +20,11 @@ const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPI
  */
 const STANDBY_CODES: ReadonlySet<string> = new Set<ErrorCode>(["SHARD_LEASE_LOST", "SHARD_FENCED"]);
 
+/** Whether the failure is this process losing its shard to another owner (shards/). */
+export function isLostShard(error: unknown): boolean {
+  return errorChain(error).some((e) => e instanceof ExactlyError && STANDBY_CODES.has(e.code));
+}
+
 /** The default classification: our TransientError, a lost shard, or a network errno that may pass. */
 export function isTransientByDefault(error: unknown): boolean {
   if (error instanceof TransientError) return true;

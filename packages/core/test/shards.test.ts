@@ -149,7 +149,7 @@ describe("a job run as shards", () => {
     for (const [, ns] of perKey) expect(ns.sort((a, b) => a - b)).toEqual(ns.map((_, i) => i + 1));
     // Each shard wrote only its own keys.
     for (const index of [0, 1])
-      for (const r of stores[index]?.committed as Array<{ key: number }>)
+      for (const r of (stores[index] as MemoryStore).committed as Array<{ key: number }>)
         expect(ownsKey({ index, count: 2 }, r.key, MAX_PARALLELISM)).toBe(true);
 
     expect((await readdir(dir)).sort()).toEqual(["shard-0", "shard-1"]);

@@ -1,5 +1,5 @@
 import { describe } from "../errors.ts";
-import { classifyFailure } from "../failures.ts";
+import { classifyFailure, isLostShard } from "../failures.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import type { Logger } from "../logger.ts";
 import type { JobMetrics } from "../metrics.ts";
@@ -215,7 +215,9 @@ export class CheckpointCoordinator {
    * owns the location) still fails the job.
    */
   private storageFailed(checkpointId: number, what: string, error: unknown, inFlight?: InFlight): void {
-    if (classifyFailure(error, []) === "permanent") {
+    // A storage another process owns, or a shard another owner took: no later checkpoint of
+    // this attempt can complete, so it fails rather than declining one checkpoint after another.
+    if (classifyFailure(error, []) === "permanent" || isLostShard(error)) {
       this.fail(error);
       return;
     }

@@ -11,6 +11,8 @@ import { ConfigurationError } from "../errors.ts";
  * stderr (`exactly-fault: holding at <point>@<n>`) and stops dead for `<ms>`, every thread
  * of its event loop included, so a test can fail a server at that exact moment (SIGKILL the
  * broker between pre-commit and commit) and let the job meet the outage when it goes on.
+ * With `EXACTLY_FAULT_ACTION=stop` it sends itself SIGSTOP there (`exactly-fault: stopped at
+ * …`), and goes on from that very point when the test sends SIGCONT: a zombie owner.
  */
 export const FAULT_POINTS = [
   /** A new transaction was begun (at open, or at a barrier after pre-commit). */
@@ -28,7 +30,14 @@ export const FAULT_POINTS = [
   /** During recovery, while lingering work is being aborted. */
   "during-lingering-abort",
 ] as const;
-export type FaultPoint = (typeof FAULT_POINTS)[number];
+/**
+ * Points of the runtime rather than of a sink, which the conformance suite does not visit:
+ * a sharded job's checkpoint with its metadata written and not yet named by the shard's
+ * head (shards/shard-checkpoint-storage.ts), where a paused owner shows what the head fences.
+ */
+export const RUNTIME_FAULT_POINTS = ["before-checkpoint-head"] as const;
+export type FaultPoint = (typeof FAULT_POINTS)[number] | (typeof RUNTIME_FAULT_POINTS)[number];
+const ALL_POINTS: readonly string[] = [...FAULT_POINTS, ...RUNTIME_FAULT_POINTS];
 
 interface ArmedFault {
   readonly point: FaultPoint;
@@ -40,10 +49,10 @@ function parse(spec: string | undefined): ArmedFault | undefined {
   if (!spec) return undefined;
   const match = /^([a-z-]+)@(\d+)$/.exec(spec);
   const point = match?.[1] as FaultPoint | undefined;
-  if (!match || !point || !FAULT_POINTS.includes(point)) {
+  if (!match || !point || !ALL_POINTS.includes(point)) {
     throw new ConfigurationError(
       "EXACTLY_FAULT",
-      `must be <point>@<n> with a point of ${FAULT_POINTS.join(", ")}; got ${spec}`,
+      `must be <point>@<n> with a point of ${ALL_POINTS.join(", ")}; got ${spec}`,
     );
   }
   return { point, at: Number(match[2]), hits: 0 };
@@ -51,10 +60,11 @@ function parse(spec: string | undefined): ArmedFault | undefined {
 
 let armed = parse(process.env.EXACTLY_FAULT);
 
-function parseAction(spec: string | undefined): { hold: number } | undefined {
+function parseAction(spec: string | undefined): { hold: number } | "stop" | undefined {
   if (!spec || spec === "kill") return undefined;
+  if (spec === "stop") return "stop";
   const match = /^hold:(\d+)$/.exec(spec);
-  if (!match) throw new ConfigurationError("EXACTLY_FAULT_ACTION", `must be kill or hold:<ms>; got ${spec}`);
+  if (!match) throw new ConfigurationError("EXACTLY_FAULT_ACTION", `must be kill, stop or hold:<ms>; got ${spec}`);
   return { hold: Number(match[1]) };
 }
 
@@ -76,6 +86,11 @@ export function reachFault(point: FaultPoint): void {
   if (armed.hits !== armed.at) return;
   if (!action) {
     process.kill(process.pid, "SIGKILL");
+    return;
+  }
+  if (action === "stop") {
+    writeSync(2, `exactly-fault: stopped at ${point}@${armed.at}\n`);
+    process.kill(process.pid, "SIGSTOP");
     return;
   }
   writeSync(2, `exactly-fault: holding at ${point}@${armed.at}\n`);

@@ -14,6 +14,7 @@ import type {
   StoredTaskState,
 } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
+import { reachFault } from "../faults/fault-points.ts";
 import { CheckpointHead, type HeadState, ShardFencedError } from "./checkpoint-head.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
 import type { LeaseState } from "./shard-lease.ts";
@@ -99,6 +100,7 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {
     this.assertOwner();
     await this.writer.completeCheckpoint({ ...metadata, shard: this.shard, epoch: this.epoch });
+    reachFault("before-checkpoint-head");
     await this.head.complete(metadata.checkpointId);
   }
 

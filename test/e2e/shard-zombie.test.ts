@@ -1,0 +1,185 @@
+// I9 with real processes: the owner of a shard is paused (SIGSTOP) past its lease, a successor
+// process takes the shard at the next epoch and commits, and the old owner is resumed
+// (SIGCONT). Nothing the old owner does after the takeover may become visible: its
+// checkpoint head write is refused, so its sinks commit nothing, and the output stays exact.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { KEYS } from "./fixtures/sharded-seq-job.ts";
+
+const cli = fileURLToPath(new URL("./fixtures/exactly-cli.ts", import.meta.url));
+const job = fileURLToPath(new URL("./fixtures/sharded-seq-job.ts", import.meta.url));
+const RECORDS = 24_000;
+
+interface Proc {
+  readonly child: ChildProcess;
+  stderr: string;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+function startShard(out: string, args: string[], env: Record<string, string> = {}): Proc {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", cli, "run", job, ...args],
+    {
+      env: {
+        ...process.env,
+        SHARDED_JOB_OUT: out,
+        SHARDED_JOB_RECORDS: String(RECORDS),
+        SHARDED_JOB_RATE: "3000",
+        ...env,
+      },
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
+  const proc: Proc = {
+    child,
+    stderr: "",
+    exited: new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal }))),
+  };
+  child.stderr?.on("data", (chunk) => {
+    proc.stderr += chunk;
+  });
+  return proc;
+}
+
+/** The checkpoint head of shard 0 as it stands, or undefined before the first write. */
+async function head(
+  out: string,
+): Promise<{ epoch: number; latest?: { checkpointId: number; epoch: number } } | undefined> {
+  const dir = join(out, ".checkpoints", "shard-0", "_head");
+  const versions = (await readdir(dir).catch(() => [] as string[]))
+    .map((n) => /^(\d+)\.json$/.exec(n)?.[1])
+    .filter((v): v is string => v !== undefined)
+    .map(Number)
+    .sort((a, b) => b - a);
+  for (const version of versions) {
+    const text = await readFile(join(dir, `${version}.json`), "utf8").catch(() => undefined);
+    if (text !== undefined) return JSON.parse(text);
+  }
+  return undefined;
+}
+
+async function until(what: string, check: () => Promise<boolean>, procs: Proc[]): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting until ${what}\n${procs.map((p) => p.stderr).join("\n---\n")}`);
+}
+
+/** Every record once, and each key's records numbered 1, 2, … with none missing or repeated. */
+async function expectExactOutput(out: string): Promise<void> {
+  const rows = await outputRows(out);
+  expect(rows.length).toBe(RECORDS);
+  expect(new Set(rows.map((r) => r.id)).size).toBe(RECORDS);
+  for (let key = 0; key < KEYS; key++) {
+    const seqs = rows
+      .filter((r) => r.key === key)
+      .map((r) => r.seq)
+      .sort((a, b) => a - b);
+    expect(seqs, `seq of key ${key}`).toEqual(seqs.map((_, i) => i + 1));
+  }
+}
+
+async function outputRows(out: string): Promise<Array<{ id: number; key: number; seq: number }>> {
+  const dir = join(out, "seq");
+  const rows: Array<{ id: number; key: number; seq: number }> = [];
+  for (const name of await readdir(dir)) {
+    if (name.startsWith(".")) continue;
+    for (const line of (await readFile(join(dir, name), "utf8")).split("\n")) if (line) rows.push(JSON.parse(line));
+  }
+  return rows;
+}
+
+describe("a shard's owner paused past its lease", () => {
+  it("I9: is fenced once a successor took the shard: resumed, its checkpoint is refused, it stands by, and the output is exact", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-shard-zombie-"));
+    const args = ["--shard", "0/1", "--lease-duration", "2"];
+    const old = startShard(out, args);
+    let successor: Proc | undefined;
+    try {
+      await until(
+        "the first owner completed checkpoints",
+        async () => ((await head(out))?.latest?.checkpointId ?? 0) >= 3,
+        [old],
+      );
+      old.child.kill("SIGSTOP");
+      const pausedAt = (await head(out))?.latest;
+      successor = startShard(out, args);
+      const next = successor;
+      await until(
+        "the successor completed a checkpoint at epoch 2",
+        async () => (await head(out))?.latest?.epoch === 2,
+        [old, next],
+      );
+      expect(next.stderr).toContain("waiting for shard 0 of 1");
+      expect(next.stderr).toContain(`resuming from checkpoint ${pausedAt?.checkpointId}`);
+      old.child.kill("SIGCONT");
+      // Resumed, the old owner finds its lease gone: its attempt fails, and it waits for the shard again.
+      await until(
+        "the old owner noticed it lost the shard",
+        async () => /shard lease|epoch 1 of this shard is fenced/.test(old.stderr),
+        [old, next],
+      );
+      expect((await head(out))?.epoch).toBe(2);
+      expect(await next.exited).toEqual({ code: 0, signal: null });
+      // The successor finished and released the shard: the old process takes it at epoch 3,
+      // restores the final checkpoint, finds nothing left to read, and ends.
+      expect(await old.exited).toEqual({ code: 0, signal: null });
+      expect(old.stderr).toContain("owns shard 0 of 1 at epoch 3");
+    } finally {
+      old.child.kill("SIGKILL");
+      successor?.child.kill("SIGKILL");
+    }
+
+    await expectExactOutput(out);
+  });
+
+  it("I9: that paused between writing a checkpoint's metadata and naming it on the head has that checkpoint refused once resumed, and the output is exact", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-shard-zombie-"));
+    const args = ["--shard", "0/1", "--lease-duration", "2"];
+    // The old owner stops itself (SIGSTOP) at its 4th checkpoint, after the lease check and the
+    // metadata write: only the head's compare-and-set stands between it and a commit.
+    const old = startShard(out, args, { EXACTLY_FAULT: "before-checkpoint-head@4", EXACTLY_FAULT_ACTION: "stop" });
+    let successor: Proc | undefined;
+    try {
+      await until(
+        "the first owner stopped at the head write",
+        async () => old.stderr.includes("exactly-fault: stopped"),
+        [old],
+      );
+      expect((await head(out))?.latest).toEqual({ checkpointId: 3, epoch: 1 });
+      successor = startShard(out, args);
+      const next = successor;
+      await until(
+        "the successor completed a checkpoint at epoch 2",
+        async () => (await head(out))?.latest?.epoch === 2,
+        [old, next],
+      );
+      expect(next.stderr).toContain("resuming from checkpoint 3");
+      old.child.kill("SIGCONT");
+      // Resumed inside the completion of checkpoint 4: its metadata is written, but the head,
+      // which the successor fenced at epoch 2, refuses to name it, so no sink commits it.
+      await until(
+        "the old owner failed its attempt",
+        async () => /shard lease taken by another owner|epoch 1 of this shard is fenced/.test(old.stderr),
+        [old, next],
+      );
+      expect(await readFile(join(out, ".checkpoints", "shard-0", "epoch-1", "chk-4", "_metadata"), "utf8")).toContain(
+        '"checkpointId":4',
+      );
+      expect(await next.exited).toEqual({ code: 0, signal: null });
+      expect(await old.exited).toEqual({ code: 0, signal: null });
+    } finally {
+      old.child.kill("SIGKILL");
+      successor?.child.kill("SIGKILL");
+    }
+    // The head never named the old owner's checkpoint 4: the last owner, at epoch 3, completed last.
+    expect((await head(out))?.latest?.epoch).toBe(3);
+    await expectExactOutput(out);
+  });
+});
