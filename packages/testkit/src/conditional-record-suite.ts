@@ -104,6 +104,16 @@ export function conditionalRecordSuite(name: string, makeRecord: MakeRecord): vo
       });
     });
 
+    it("answers concurrent calls on one instance as it answers separate writers", async () => {
+      const record = open(fresh());
+      const versions = await Promise.all(
+        Array.from({ length: CONTENDERS }, (_, i) => record.replace(undefined, { owner: i })),
+      );
+      const winners = versions.filter((version) => version !== undefined);
+      expect(winners).toHaveLength(1);
+      expect((await record.read())?.version).toBe(winners[0]);
+    });
+
     it("stores a nested value as it was given", async () => {
       const record = open(fresh());
       const value = {
