@@ -5,6 +5,7 @@ import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/clie
 import { ConfigurationError } from "@exactly/core";
 import { conditionalRecordSuite } from "@exactly/testkit/conditional-record-suite";
 import { type S3Config, s3Config, s3MotoConfig } from "@exactly/testkit/endpoints";
+import { startTcpProxy } from "@exactly/testkit/tcp-proxy";
 import { beforeAll, describe, expect, it } from "vitest";
 import { S3ConditionalRecord } from "../../src/s3/index.ts";
 import { listKeys, s3Client, testBucket } from "./helpers.ts";
@@ -55,6 +56,32 @@ for (const [server, config] of [
       client.destroy();
     });
 
+    // MinIO only: through the delaying proxy every attempt to moto is reset before it is
+    // forwarded, so no PUT would reach it; the double-send test above covers moto.
+    if (server === "MinIO")
+      it("wins a PUT whose answer a cut connection lost, when the SDK's retry meets its own write", async () => {
+        const target = new URL(config().endpoint);
+        const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 80) });
+        const client = s3Client({ ...config(), endpoint: `http://127.0.0.1:${proxy.port}` });
+        const statuses = putStatuses(client);
+        const cut = record(bucket, "cut/lease", { client });
+        try {
+          const first = await cut.replace(undefined, { epoch: 1 });
+          // The answer is held back longer than the proxy waits before it cuts the connection.
+          proxy.setLatency(200);
+          const lost = proxy.cutAfterRequest('{"value":{"epoch":2}');
+          statuses.length = 0;
+          const second = await cut.replace(first, { epoch: 2 });
+          await lost;
+          expect(statuses).toContain(412);
+          expect(second).toBeDefined();
+          expect(await cut.read()).toEqual({ value: { epoch: 2 }, version: second });
+        } finally {
+          client.destroy();
+          await proxy.close();
+        }
+      });
+
     it("refuses a server that ignores the conditions, naming its endpoint, and overwrites nothing", async () => {
       const client = s3Client(config());
       const key = "ignored/lease";
@@ -97,4 +124,20 @@ function sendPutsTwice(client: S3Client): void {
     },
     { step: "build", name: "sendPutsTwice" },
   );
+}
+
+/** The HTTP status of each PutObject attempt the client makes, its SDK retries included. */
+function putStatuses(client: S3Client): number[] {
+  const statuses: number[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args);
+      const status = (result.response as { statusCode?: number }).statusCode;
+      if (context.commandName === "PutObjectCommand" && status !== undefined) statuses.push(status);
+      return result;
+    },
+    // Below the deserializer, inside the retry loop: every attempt's raw answer.
+    { step: "deserialize", name: "putStatuses" },
+  );
+  return statuses;
 }
