@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { ConfigurationError } from "@exactly/core";
 import { conditionalRecordSuite } from "@exactly/testkit/conditional-record-suite";
 import { pgUrl } from "@exactly/testkit/endpoints";
+import { startTcpProxy } from "@exactly/testkit/tcp-proxy";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { PostgresConditionalRecord, RECORD_TABLE } from "../src/index.ts";
@@ -85,6 +86,31 @@ describe("PostgresConditionalRecord", () => {
       expect((await record.read())?.value).toEqual({ epoch: 1 });
     } finally {
       await record.close();
+    }
+  });
+
+  it("throws a transient error when the answer to a replacement is cut, and connects again for the next call", async () => {
+    const server = new URL(pgUrl());
+    const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+    const url = new URL(pgUrl());
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    const record = new PostgresConditionalRecord({ connection: url.toString(), schema, name: "cut" });
+    try {
+      const first = await record.replace(undefined, { epoch: 1 });
+      // The answer is held back longer than the proxy waits before it cuts the connection.
+      proxy.setLatency(200);
+      const cut = proxy.cutAfterRequest("UPDATE");
+      const error = await record.replace(first, { epoch: 2 }).catch((e: unknown) => e);
+      await cut;
+      proxy.setLatency(0);
+      expect(record.isTransient(error)).toBe(true);
+      // The server got the UPDATE: reading again tells what became of it.
+      expect(await record.read()).toEqual({ value: { epoch: 2 }, version: "2" });
+      expect(await record.replace("2", { epoch: 3 })).toBe("3");
+    } finally {
+      await record.close();
+      await proxy.close();
     }
   });
 
