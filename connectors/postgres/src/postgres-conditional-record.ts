@@ -15,7 +15,8 @@ export const RECORD_TABLE = "exactly_records";
 export interface PostgresConditionalRecordOptions {
   /**
    * A connection string or `pg` client settings (the record opens one connection and closes
-   * it), or a `pg.Pool` or connected `pg.Client` of the caller's (borrowed, never ended).
+   * it), or a `pg.Pool` or connected `pg.Client` of the caller's (borrowed, never ended; a
+   * pool's client is held from the first call until close).
    */
   readonly connection: PostgresConnectionOptions | PgClientSource;
   /** The record's row: any text, always a bound value. */
