@@ -4,8 +4,17 @@ export type { DeadLetterOptions } from "./dead-letters.ts";
 export { RowRejectedError } from "./errors.ts";
 export { type PostgresLingeringOptions, PostgresLingeringTransactions } from "./lingering.ts";
 export type { PostgresSinkOptions } from "./options.ts";
-export { connectPostgres, type PostgresConnectionOptions } from "./pg/pg-connection.ts";
+export {
+  connectPostgres,
+  type PgClientSource,
+  type PostgresConnectionOptions,
+} from "./pg/pg-connection.ts";
 export { PostgresAtLeastOnceSink, type PostgresAtLeastOnceSinkOptions } from "./postgres-at-least-once-sink.ts";
+export {
+  PostgresConditionalRecord,
+  type PostgresConditionalRecordOptions,
+  RECORD_TABLE,
+} from "./postgres-conditional-record.ts";
 export {
   isTransientPostgresError,
   type PostgresConnection,

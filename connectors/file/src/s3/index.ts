@@ -1,6 +1,6 @@
 /**
- * `@exactly/file/s3`: the file sink and checkpoint storage on S3. Needs the optional peer
- * `@aws-sdk/client-s3`; users who only write local files never load it.
+ * `@exactly/file/s3`: the file sink, checkpoint storage and conditional record on S3. Needs
+ * the optional peer `@aws-sdk/client-s3`; users who only write local files never load it.
  * @module @exactly/file/s3
  */
 export {
@@ -8,6 +8,7 @@ export {
   S3CheckpointStorage,
   type S3CheckpointStorageOptions,
 } from "./s3-checkpoint-storage.ts";
+export { S3ConditionalRecord, type S3ConditionalRecordOptions } from "./s3-conditional-record.ts";
 export {
   createS3Client,
   parseS3Url,

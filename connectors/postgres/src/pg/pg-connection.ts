@@ -1,7 +1,7 @@
 /**
- * The `PostgresConnection` port on `pg` (one `pg.Client` per connection) and COPY on
- * `pg-copy-streams`. The only module of the connector that imports either; both are pinned
- * exactly. It turns the client's errors into the port's two shapes: `ServerError` with the
+ * The `PostgresConnection` port on `pg` (one `pg.Client` per connection, or one borrowed from
+ * a caller's pool or client) and COPY on `pg-copy-streams`. The only module of the connector
+ * that imports either; both are pinned exactly. It turns the client's errors into the port's two shapes: `ServerError` with the
  * SQLSTATE, or `TransientError` for a connection that is gone.
  */
 import { Readable } from "node:stream";
@@ -19,7 +19,7 @@ import {
 /** A connection string, or `pg`'s client settings (host, port, user, password, database, ssl …). */
 export type PostgresConnectionOptions = string | pg.ClientConfig;
 
-function translate(error: unknown, connection: PgConnection): Error {
+function translate(error: unknown, connection?: PgConnection): Error {
   if (error instanceof pg.DatabaseError && typeof error.code === "string") {
     const fields = {
       sqlstate: error.code,
@@ -29,24 +29,28 @@ function translate(error: unknown, connection: PgConnection): Error {
       ...(error.where ? { where: error.where } : {}),
     };
     // The server ends the session after these (admin shutdown, crash shutdown …).
-    if (error.code.startsWith("08") || error.code.startsWith("57P")) connection.markBroken();
+    if (error.code.startsWith("08") || error.code.startsWith("57P")) connection?.markBroken();
     return new ServerError(error.message, fields, { cause: error });
   }
   // Anything else from the client is about the connection: refused, reset, terminated, timed out.
-  connection.markBroken();
+  connection?.markBroken();
   const message = error instanceof Error ? error.message : String(error);
   return new TransientError(`postgres connection lost: ${message}`, { cause: error });
 }
 
 class PgConnection implements PostgresConnection {
-  private readonly client: pg.Client;
+  private readonly client: pg.ClientBase;
+  /** For a client the caller owns: gives it back instead of ending it. */
+  private readonly giveBack: ((lost: boolean) => void) | undefined;
   private lost = false;
+  private readonly onLost = () => this.markBroken();
 
-  constructor(client: pg.Client) {
+  constructor(client: pg.ClientBase, giveBack?: (lost: boolean) => void) {
     this.client = client;
+    this.giveBack = giveBack;
     // Without a listener an idle connection's error would crash the process.
-    client.on("error", () => this.markBroken());
-    client.on("end", () => this.markBroken());
+    client.on("error", this.onLost);
+    client.on("end", this.onLost);
   }
 
   get broken(): boolean {
@@ -101,8 +105,17 @@ class PgConnection implements PostgresConnection {
   }
 
   async close(): Promise<void> {
+    const lost = this.lost;
     this.lost = true;
-    await this.client.end().catch(() => {});
+    if (this.giveBack) {
+      // The owner's client goes on without our listeners; its own errors are the owner's again.
+      this.client.off("error", this.onLost);
+      this.client.off("end", this.onLost);
+      this.giveBack(lost);
+      return;
+    }
+    // Without giveBack the client is one pgConnect made: a pg.Client this connection ends.
+    await (this.client as pg.Client).end().catch(() => {});
   }
 }
 
@@ -160,6 +173,33 @@ export function pgConnect(options: PostgresConnectionOptions): PostgresConnect {
       throw connectError(error, connection);
     }
     return connection;
+  };
+}
+
+/** A `pg.Pool`, or a connected `pg.Client`, of the caller's: the connector borrows it and never ends it. */
+export type PgClientSource = pg.Pool | pg.Client;
+
+/** A client source rather than settings: it can run queries. */
+export function isPgClientSource(options: PostgresConnectionOptions | PgClientSource): options is PgClientSource {
+  return typeof (options as { query?: unknown }).query === "function";
+}
+
+/**
+ * Connections on the caller's pool or client: each takes a client from the pool (released
+ * on close, destroyed if it was lost) or is the caller's client itself (left open on close).
+ */
+export function pgBorrow(source: PgClientSource): PostgresConnect {
+  return async () => {
+    if (!("idleCount" in source)) return new PgConnection(source, () => {});
+    let client: pg.PoolClient;
+    try {
+      client = await source.connect();
+    } catch (error) {
+      throw translate(error);
+    }
+    return new PgConnection(client, (lost) =>
+      client.release(lost ? new Error("postgres connection lost; not returned to the pool") : undefined),
+    );
   };
 }
 
