@@ -54,6 +54,8 @@ export class FileConditionalRecord<T> implements ConditionalRecord<T> {
   async replace(expected: string | undefined, value: T): Promise<string | undefined> {
     const next = expected === undefined ? 1 : Number(expected) + 1;
     if (!Number.isSafeInteger(next) || next < 1) return undefined;
+    // The version replaced must be the newest that exists: not one never written, or gone with its folder.
+    if (expected !== undefined && (await this.sequences())[0] !== next - 1) return undefined;
     await mkdir(this.directory, { recursive: true });
     const tmp = join(this.directory, `.tmp-${process.pid}-${randomBytes(6).toString("hex")}`);
     const target = join(this.directory, `${next}.json`);
