@@ -9,6 +9,7 @@ export {
   type CheckpointFolders,
   inspectFolders,
   listCompleted,
+  loadCheckpoint,
   loadLatest,
   METADATA,
   readMetadata,

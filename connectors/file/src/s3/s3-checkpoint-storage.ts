@@ -11,6 +11,7 @@ import {
   type CheckpointMetadata,
   type CheckpointStorage,
   CheckpointStorageError,
+  type ConditionalRecord,
   ConfigurationError,
   type InspectedCheckpoint,
   type LogStore,
@@ -22,9 +23,11 @@ import {
   type CheckpointFolders,
   inspectFolders,
   listCompleted,
+  loadCheckpoint,
   loadLatest,
   METADATA,
 } from "@exactly/core/internal";
+import { S3ConditionalRecord } from "./s3-conditional-record.ts";
 import {
   createS3Client,
   isNotFound,
@@ -300,6 +303,42 @@ export class S3CheckpointStorage implements CheckpointStorage {
     return loadLatest(this.folders);
   }
 
+  load(checkpointId: number): Promise<RestoredCheckpoint | undefined> {
+    return loadCheckpoint(this.folders, checkpointId);
+  }
+
+  /** The same storage under `<prefix>/<name>` (a shard's, an epoch's checkpoints), on this one's client. */
+  scoped(name: string): S3CheckpointStorage {
+    const scoped = new S3CheckpointStorage({
+      location: `s3://${this.bucket}/${this.key(scopeName(name))}`,
+      connection: this.connection,
+      retained: this.retained,
+    });
+    scoped.s3 = this.client;
+    return scoped;
+  }
+
+  async scopes(): Promise<string[]> {
+    const base = this.prefix === "" ? "" : `${this.prefix}/`;
+    const names: string[] = [];
+    for await (const page of this.list(base, "/")) {
+      for (const common of page.CommonPrefixes ?? []) {
+        const name = (common.Prefix ?? "").slice(base.length).replace(/\/$/, "");
+        if (!CHECKPOINT_PREFIX.test(`${name}/`) && name !== "logs" && !name.startsWith("_")) names.push(name);
+      }
+    }
+    return names;
+  }
+
+  /** A conditional record `_<name>.json` beside the checkpoints (a shard's lease and head). */
+  record<T>(name: string): ConditionalRecord<T> {
+    return new S3ConditionalRecord<T>({
+      bucket: this.bucket,
+      key: this.key(`_${scopeName(name)}.json`),
+      client: this.client,
+    });
+  }
+
   logStore(namespace: string): LogStore {
     return new S3LogStore(this, this.key("logs", encodeURIComponent(namespace)));
   }
@@ -408,4 +447,11 @@ class S3LogStore implements LogStore {
     const { prefixes } = await this.storage.listKeys(`${this.base}/`, "/");
     return prefixes.map((p) => decodeURIComponent(p.slice(this.base.length + 1).replace(/\/$/, "")));
   }
+}
+
+/** A scope or record name: one key segment, never `.`, `..` or a separator. */
+function scopeName(name: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+    throw new CheckpointStorageError(`"${name}" cannot name a folder of checkpoint storage`);
+  return name;
 }

@@ -3,15 +3,19 @@
 // (SIGCONT). Nothing the old owner does after the takeover may become visible: its
 // checkpoint head write is refused, so its sinks commit nothing, and the output stays exact.
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
-import { KEYS } from "./fixtures/sharded-seq-job.ts";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { type CheckpointStorage, FileSystemCheckpointStorage, type HeadState } from "@exactly/core";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkpointsOf, KEYS } from "../fixtures/sharded-seq-job.ts";
 
-const cli = fileURLToPath(new URL("./fixtures/exactly-cli.ts", import.meta.url));
-const job = fileURLToPath(new URL("./fixtures/sharded-seq-job.ts", import.meta.url));
+const cli = fileURLToPath(new URL("../fixtures/exactly-cli.ts", import.meta.url));
+const job = fileURLToPath(new URL("../fixtures/sharded-seq-job.ts", import.meta.url));
 const RECORDS = 24_000;
 
 interface Proc {
@@ -20,7 +24,7 @@ interface Proc {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-function startShard(out: string, args: string[], env: Record<string, string> = {}): Proc {
+function startShard(out: string, at: Location, args: string[], env: Record<string, string> = {}): Proc {
   const child = spawn(
     process.execPath,
     ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", cli, "run", job, ...args],
@@ -30,6 +34,7 @@ function startShard(out: string, args: string[], env: Record<string, string> = {
         SHARDED_JOB_OUT: out,
         SHARDED_JOB_RECORDS: String(RECORDS),
         SHARDED_JOB_RATE: "3000",
+        ...at.env,
         ...env,
       },
       stdio: ["ignore", "ignore", "pipe"],
@@ -46,21 +51,15 @@ function startShard(out: string, args: string[], env: Record<string, string> = {
   return proc;
 }
 
+/** Where a run keeps its checkpoints: a folder of its output, or a fresh prefix of the test bucket. */
+interface Location {
+  readonly env: Record<string, string>;
+  readonly storage: CheckpointStorage;
+}
+
 /** The checkpoint head of shard 0 as it stands, or undefined before the first write. */
-async function head(
-  out: string,
-): Promise<{ epoch: number; latest?: { checkpointId: number; epoch: number } } | undefined> {
-  const dir = join(out, ".checkpoints", "shard-0", "_head");
-  const versions = (await readdir(dir).catch(() => [] as string[]))
-    .map((n) => /^(\d+)\.json$/.exec(n)?.[1])
-    .filter((v): v is string => v !== undefined)
-    .map(Number)
-    .sort((a, b) => b - a);
-  for (const version of versions) {
-    const text = await readFile(join(dir, `${version}.json`), "utf8").catch(() => undefined);
-    if (text !== undefined) return JSON.parse(text);
-  }
-  return undefined;
+async function head(at: Location): Promise<HeadState | undefined> {
+  return (await at.storage.scoped?.("shard-0").record?.<HeadState>("head").read())?.value;
 }
 
 async function until(what: string, check: () => Promise<boolean>, procs: Proc[]): Promise<void> {
@@ -95,25 +94,68 @@ async function outputRows(out: string): Promise<Array<{ id: number; key: number;
   return rows;
 }
 
-describe("a shard's owner paused past its lease", () => {
+const bucket = `exactly-shards-${randomBytes(4).toString("hex")}`;
+let s3: S3Client | undefined;
+beforeAll(async () => {
+  s3 = new S3Client(s3Config());
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+});
+afterAll(() => s3?.destroy());
+
+/** The places checkpoints (and so the lease and the head) are kept, each run with the same scenarios. */
+const locations: Array<[string, (out: string) => Location]> = [
+  [
+    "checkpoints in a local folder",
+    (out) => ({ env: {}, storage: new FileSystemCheckpointStorage(checkpointsOf(out, undefined) as string) }),
+  ],
+  [
+    "checkpoints on S3",
+    (out) => {
+      const location = `s3://${bucket}/${out.split("/").at(-1)}`;
+      const config = s3Config();
+      const env = {
+        SHARDED_JOB_CHECKPOINTS: location,
+        EXACTLY_S3_ENDPOINT: config.endpoint,
+        EXACTLY_S3_REGION: config.region,
+        EXACTLY_S3_ACCESS_KEY: config.credentials.accessKeyId,
+        EXACTLY_S3_SECRET_KEY: config.credentials.secretAccessKey,
+      };
+      return { env, storage: withEnv(env, () => checkpointsOf(out, location) as CheckpointStorage) };
+    },
+  ],
+];
+
+function withEnv<T>(env: Record<string, string>, make: () => T): T {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    return make();
+  } finally {
+    for (const key of Object.keys(env)) if (saved[key] === undefined) delete process.env[key];
+    Object.assign(process.env, saved);
+  }
+}
+
+describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate) => {
   it("I9: is fenced once a successor took the shard: resumed, its checkpoint is refused, it stands by, and the output is exact", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-shard-zombie-"));
+    const at = locate(out);
     const args = ["--shard", "0/1", "--lease-duration", "2"];
-    const old = startShard(out, args);
+    const old = startShard(out, at, args);
     let successor: Proc | undefined;
     try {
       await until(
         "the first owner completed checkpoints",
-        async () => ((await head(out))?.latest?.checkpointId ?? 0) >= 3,
+        async () => ((await head(at))?.latest?.checkpointId ?? 0) >= 3,
         [old],
       );
       old.child.kill("SIGSTOP");
-      const pausedAt = (await head(out))?.latest;
-      successor = startShard(out, args);
+      const pausedAt = (await head(at))?.latest;
+      successor = startShard(out, at, args);
       const next = successor;
       await until(
         "the successor completed a checkpoint at epoch 2",
-        async () => (await head(out))?.latest?.epoch === 2,
+        async () => (await head(at))?.latest?.epoch === 2,
         [old, next],
       );
       expect(next.stderr).toContain("waiting for shard 0 of 1");
@@ -125,7 +167,7 @@ describe("a shard's owner paused past its lease", () => {
         async () => /shard lease|epoch 1 of this shard is fenced/.test(old.stderr),
         [old, next],
       );
-      expect((await head(out))?.epoch).toBe(2);
+      expect((await head(at))?.epoch).toBe(2);
       expect(await next.exited).toEqual({ code: 0, signal: null });
       // The successor finished and released the shard: the old process takes it at epoch 3,
       // restores the final checkpoint, finds nothing left to read, and ends.
@@ -141,10 +183,11 @@ describe("a shard's owner paused past its lease", () => {
 
   it("I9: that paused between writing a checkpoint's metadata and naming it on the head has that checkpoint refused once resumed, and the output is exact", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-shard-zombie-"));
+    const at = locate(out);
     const args = ["--shard", "0/1", "--lease-duration", "2"];
     // The old owner stops itself (SIGSTOP) at its 4th checkpoint, after the lease check and the
     // metadata write: only the head's compare-and-set stands between it and a commit.
-    const old = startShard(out, args, { EXACTLY_FAULT: "before-checkpoint-head@4", EXACTLY_FAULT_ACTION: "stop" });
+    const old = startShard(out, at, args, { EXACTLY_FAULT: "before-checkpoint-head@4", EXACTLY_FAULT_ACTION: "stop" });
     let successor: Proc | undefined;
     try {
       await until(
@@ -152,12 +195,12 @@ describe("a shard's owner paused past its lease", () => {
         async () => old.stderr.includes("exactly-fault: stopped"),
         [old],
       );
-      expect((await head(out))?.latest).toEqual({ checkpointId: 3, epoch: 1 });
-      successor = startShard(out, args);
+      expect((await head(at))?.latest).toEqual({ checkpointId: 3, epoch: 1 });
+      successor = startShard(out, at, args);
       const next = successor;
       await until(
         "the successor completed a checkpoint at epoch 2",
-        async () => (await head(out))?.latest?.epoch === 2,
+        async () => (await head(at))?.latest?.epoch === 2,
         [old, next],
       );
       expect(next.stderr).toContain("resuming from checkpoint 3");
@@ -169,9 +212,8 @@ describe("a shard's owner paused past its lease", () => {
         async () => /shard lease taken by another owner|epoch 1 of this shard is fenced/.test(old.stderr),
         [old, next],
       );
-      expect(await readFile(join(out, ".checkpoints", "shard-0", "epoch-1", "chk-4", "_metadata"), "utf8")).toContain(
-        '"checkpointId":4',
-      );
+      const written = await at.storage.scoped?.("shard-0").scoped?.("epoch-1").load?.(4);
+      expect(written?.metadata).toMatchObject({ checkpointId: 4, epoch: 1 });
       expect(await next.exited).toEqual({ code: 0, signal: null });
       expect(await old.exited).toEqual({ code: 0, signal: null });
     } finally {
@@ -179,7 +221,7 @@ describe("a shard's owner paused past its lease", () => {
       successor?.child.kill("SIGKILL");
     }
     // The head never named the old owner's checkpoint 4: the last owner, at epoch 3, completed last.
-    expect((await head(out))?.latest?.epoch).toBe(3);
+    expect((await head(at))?.latest?.epoch).toBe(3);
     await expectExactOutput(out);
   });
 });
