@@ -8,12 +8,16 @@
  *   lost if not.
  * - `exactly_progress (sink, subtask, checkpoint)`: the write-ahead sink's last committed
  *   checkpoint per subtask, updated in the same transaction as the rows.
+ * - `exactly_fences (sink, subtask, epoch)`: in a sharded job only, the epoch of the newest
+ *   owner of each subtask index (`fences.ts`).
  */
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { qualifiedName, quoteIdentifier } from "./sql.ts";
 
 export const MARKER_TABLE = "exactly_prepared_markers";
 export const PROGRESS_TABLE = "exactly_progress";
+/** A sharded job's fences (`fences.ts`), one row per (sink, subtask) holding the newest owner's epoch. */
+export const FENCE_TABLE = "exactly_fences";
 
 /** Serializes the creation of these tables across subtasks and jobs (CREATE … IF NOT EXISTS races on the catalog). */
 const DDL_LOCK = "SELECT pg_advisory_xact_lock(hashtext('exactly:bookkeeping-ddl'))";

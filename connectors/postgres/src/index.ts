@@ -1,4 +1,4 @@
-export { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
+export { FENCE_TABLE, MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 export { COLUMN_TYPES, type ColumnType } from "./column-types.ts";
 export type { DeadLetterOptions } from "./dead-letters.ts";
 export { RowRejectedError } from "./errors.ts";

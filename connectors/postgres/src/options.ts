@@ -1,5 +1,5 @@
 import { ConfigurationError, type RetryOptions, requirePositiveInteger } from "@exactly/core";
-import { MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
+import { FENCE_TABLE, MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 import { type DeadLetterOptions, DeadLetterTable } from "./dead-letters.ts";
 import type { PostgresConnectionOptions } from "./pg/pg-connection.ts";
 import { CompiledMapping, type TableMapping } from "./table-mapping.ts";
@@ -62,7 +62,7 @@ export function resolvePostgresOptions<T>(options: PostgresSinkOptions<T>): Reso
 
 /** Records never reach the sinks' own tables: rows there would pass for markers or progress. */
 function refuseBookkeepingTable(setting: string, schema: string, table: string, bookkeepingSchema: string): void {
-  if (schema === bookkeepingSchema && (table === MARKER_TABLE || table === PROGRESS_TABLE))
+  if (schema === bookkeepingSchema && (table === MARKER_TABLE || table === PROGRESS_TABLE || table === FENCE_TABLE))
     throw new ConfigurationError(
       setting,
       `names ${JSON.stringify(`${schema}.${table}`)}, a table the Postgres sinks keep their own bookkeeping in`,

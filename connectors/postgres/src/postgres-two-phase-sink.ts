@@ -1,6 +1,7 @@
 import {
   type Batch,
   type CommitContext,
+  fencedSubtaskIndexes,
   type LingeringContext,
   RecordWriteError,
   requirePositiveInteger,
@@ -12,6 +13,7 @@ import {
 } from "@exactly/core";
 import { Bookkeeping } from "./bookkeeping.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
+import { SinkFences } from "./fences.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
@@ -83,6 +85,8 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   private readonly writeOuts = new WriteOuts();
   /** Checkpoints this subtask prepared and has not committed yet. */
   private readonly prepared = new Set<number>();
+  /** In a sharded job: the fences every prepared transaction checks (I9). */
+  private fences: SinkFences | undefined;
 
   constructor(options: PostgresTwoPhaseSinkOptions<T>) {
     super({ commitRetry: options.commitRetry ?? DEFAULT_COMMIT_RETRY });
@@ -112,12 +116,35 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     // while it waits. Past the checkpoint timeout it fails instead, as transient: the job
     // restarts, recovery rolls that transaction back, and its records are replayed.
     await this.session.query(`SET lock_timeout = ${Math.max(1, Math.ceil(this.context.checkpointTiming.timeoutMs))}`);
-    await lockSinkName(this.session, this.sinkName, restored.subtask, this.nameLockWaitMs);
-    await checkNameUnusedElsewhere(this.session, this.sinkName);
-    await checkPreparedTransactions(this.session, restored.parallelism, this.maxPending);
-    await checkTable(this.session, this.mapping);
-    await this.bookkeeping.ensureMarkers(this.session);
-    await this.deadLetters?.ensure(this.session);
+    const session = this.session;
+    const ownership = this.context.ownership;
+    const fences = ownership && new SinkFences(this.bookkeeping.schema, this.sinkName, ownership);
+    this.fences = fences;
+    await fences?.ensure(session);
+    // Before recovery touches anything: an owner older than the newest ends no session and
+    // rolls nothing back.
+    const current = fences && (() => fences.assertCurrent(session, fencedSubtaskIndexes(this.context)));
+    await lockSinkName(
+      session,
+      this.sinkName,
+      restored.subtask,
+      this.nameLockWaitMs,
+      current && { check: current, ended: (pid) => this.endedEarlierOwner(pid) },
+    );
+    await current?.();
+    await checkNameUnusedElsewhere(session, this.sinkName);
+    await checkPreparedTransactions(session, restored.parallelism, this.maxPending);
+    await checkTable(session, this.mapping);
+    await this.bookkeeping.ensureMarkers(session);
+    await this.deadLetters?.ensure(session);
+  }
+
+  private endedEarlierOwner(pid: number): void {
+    this.context.logger.warn("ended the session of an earlier owner of this shard that still held the sink's name", {
+      sink: this.sinkName,
+      subtask: this.context.subtask,
+      pid,
+    });
   }
 
   override isTransient(error: unknown): boolean {
@@ -186,6 +213,8 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     if (this.prepared.size === 0) {
       await this.bookkeeping.deleteMarkersBefore(session, this.sinkName, txn.subtask, checkpointId);
     }
+    // A newer owner's fence refuses it; the share lock makes a raise wait until this transaction ends.
+    await this.fences?.check(session, txn.subtask);
     await this.bookkeeping.insertMarker(session, gid, this.sinkName, txn.subtask, checkpointId);
     await prepare(session, gid);
     this.begun = false;
@@ -226,18 +255,21 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
 
   protected override async abortLingering(restored: LingeringContext<PostgresTransaction>): Promise<void> {
     const connection = await this.commitConnection();
-    const referenced = new Set(restored.referenced.flatMap((txn) => txn.gid ?? []));
-    let rolledBack = 0;
-    for (const prepared of await listPrepared(connection, this.sinkName)) {
-      if (!restored.ownsSubtaskIndex(prepared.subtask) || referenced.has(prepared.gid)) continue;
-      await rollbackPrepared(connection, prepared.gid);
-      rolledBack++;
-    }
+    let rolledBack = await this.rollBackLingering(restored);
     // A fresh start numbers checkpoints from 1 again: older markers of these indexes would lie.
     const forgotten =
       restored.restoredCheckpointId === 0
         ? await this.bookkeeping.forget(connection, "markers", this.sinkName, restored.ownsSubtaskIndex)
         : 0;
+    // The last step of recovery, before the new transaction begins (I9): from now on an older
+    // owner's transaction under these indexes is refused, and one it prepared meanwhile holds
+    // the lock the raise waits for, so it is rolled back and the raise tried again.
+    const fences = this.fences;
+    if (fences) {
+      await fences.raise(this.openSession, fencedSubtaskIndexes(this.context), async () => {
+        rolledBack += await this.rollBackLingering(restored);
+      });
+    }
     if (rolledBack > 0 || forgotten > 0) {
       this.context.logger.info(`rolled back ${rolledBack} lingering prepared transaction(s)`, {
         sink: this.sinkName,
@@ -245,6 +277,19 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
         ...(forgotten > 0 ? { markersOfAnEarlierRunForgotten: forgotten } : {}),
       });
     }
+  }
+
+  /** Rolls back this sink's prepared transactions under owned indexes that no restored state references. */
+  private async rollBackLingering(restored: LingeringContext<PostgresTransaction>): Promise<number> {
+    const connection = await this.commitConnection();
+    const referenced = new Set(restored.referenced.flatMap((txn) => txn.gid ?? []));
+    let rolledBack = 0;
+    for (const prepared of await listPrepared(connection, this.sinkName)) {
+      if (!restored.ownsSubtaskIndex(prepared.subtask) || referenced.has(prepared.gid)) continue;
+      await rollbackPrepared(connection, prepared.gid);
+      rolledBack++;
+    }
+    return rolledBack;
   }
 
   protected override encodeTransaction(txn: PostgresTransaction): unknown {

@@ -1,6 +1,7 @@
 import {
   type Batch,
   type CheckpointCommitter,
+  fencedSubtaskIndexes,
   GenericWriteAheadSink,
   type LoggedRecords,
   ownsSubtaskIndex,
@@ -11,6 +12,7 @@ import {
 import { IoTurns } from "@exactly/core/internal";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
+import { SinkFences } from "./fences.ts";
 import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
@@ -46,6 +48,8 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
   private sinkName = "";
   private subtask = 0;
   private session: PostgresConnection | undefined;
+  /** In a sharded job: the fences every commit checks (I9). */
+  private fences: SinkFences | undefined;
 
   constructor(options: PostgresWriteAheadSinkOptions<T>) {
     const resolved = resolvePostgresOptions(options);
@@ -108,10 +112,15 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
   override async open(context: SinkContext): Promise<void> {
     this.sinkName = this.configuredName ?? validateSinkName("name (the sink's name in the job)", context.sinkId);
     this.subtask = context.subtask;
+    this.opening = context;
+    this.fences = context.ownership && new SinkFences(this.bookkeeping.schema, this.sinkName, context.ownership);
     const session = await this.connection();
     await checkTable(session, this.mapping);
     await this.bookkeeping.ensureProgress(session);
     await this.deadLetters?.ensure(session);
+    const fenced = fencedSubtaskIndexes(context);
+    // Before recovery touches anything: an owner older than the newest forgets and replays nothing.
+    await this.fences?.assertCurrent(session, fenced);
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's progress would skip them.
       const forgotten = await this.bookkeeping.forget(session, "progress", this.sinkName, (index) =>
@@ -125,6 +134,10 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
       }
     }
     await super.open(context);
+    // Restored logs are replayed and the lingering ones dropped: from now on an older owner's
+    // commit under these indexes is refused (I9). The raise waits only for such a commit in
+    // flight, an ordinary transaction, so nothing has to be rolled back for it.
+    await this.fences?.raise(await this.connection(), fenced, async () => {});
   }
 
   override isTransient(error: unknown): boolean {
@@ -138,10 +151,40 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
       this.session = undefined;
       const session = await this.connect(`${this.sinkName}:${this.subtask}`);
       await session.query("SET idle_in_transaction_session_timeout = 0");
-      await lockSinkName(session, this.sinkName, this.subtask, this.nameLockWaitMs);
+      const fences = this.fences;
+      const context = this.opening;
+      try {
+        await fences?.ensure(session);
+        await lockSinkName(
+          session,
+          this.sinkName,
+          this.subtask,
+          this.nameLockWaitMs,
+          fences &&
+            context && {
+              // A newer owner's session is never ended: this one is fenced instead.
+              check: () => fences.assertCurrent(session, fencedSubtaskIndexes(context)),
+              ended: (pid) => this.endedEarlierOwner(pid),
+            },
+        );
+      } catch (error) {
+        await session.close();
+        throw error;
+      }
       this.session = session;
     }
     return this.session;
+  }
+
+  /** Set as open starts: the name lock is taken before the base holds the context. */
+  private opening: SinkContext | undefined;
+
+  private endedEarlierOwner(pid: number): void {
+    this.opening?.logger.warn("ended the session of an earlier owner of this shard that still held the sink's name", {
+      sink: this.sinkName,
+      subtask: this.subtask,
+      pid,
+    });
   }
 
   private async committed(subtask: number): Promise<number> {
@@ -226,6 +269,8 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     const session = await this.connection();
     await session.query("BEGIN");
     try {
+      // Under the fence's share lock: a newer owner's raise waits until this commit ends.
+      await this.fences?.check(session, this.subtask);
       const committed = await this.bookkeeping.committedCheckpoint(session, this.sinkName, subtask, true);
       if (committed >= checkpointId) {
         await session.query("ROLLBACK");

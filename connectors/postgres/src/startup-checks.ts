@@ -91,12 +91,19 @@ export async function checkNameUnusedElsewhere(connection: PostgresConnection, s
  * lives: two live sinks under one name in one database would roll back each other's work
  * as "lingering". A process that was just killed may hold it a moment longer (until the
  * server notices its connection is gone), so this waits up to `waitMs` before refusing.
+ *
+ * With `takeOver` (a sharded job, I9) a holder that is this sink's own session for the same
+ * subtask (its `application_name`) is taken for an earlier owner of the shard, paused or cut
+ * off, whose connection lives as long as it is paused: once `takeOver.check` passed (the
+ * fences show no newer owner; it throws `ShardFencedError` otherwise) that session is ended
+ * (`pg_terminate_backend`, which also ends the transaction it had open) and the lock taken.
  */
 export async function lockSinkName(
   connection: PostgresConnection,
   sink: string,
   subtask: number,
   waitMs: number,
+  takeOver?: { check: () => Promise<void>; ended: (pid: number) => void },
 ): Promise<void> {
   const deadline = Date.now() + waitMs;
   for (;;) {
@@ -105,6 +112,10 @@ export async function lockSinkName(
       subtask,
     ]);
     if (rows[0]?.locked === true) return;
+    if (takeOver) {
+      await takeOver.check();
+      await endEarlierOwners(connection, sink, subtask, takeOver.ended);
+    }
     if (Date.now() >= deadline) break;
     await sleep(200);
   }
@@ -124,4 +135,32 @@ export async function lockSinkName(
     "name",
     `another session holds sink name ${JSON.stringify(sink)} for subtask ${subtask} in this database${who ? `: ${who}` : ""}; two sinks under one name would abort each other's transactions. Give one of them another \`name\`, or end the other session (pg_terminate_backend) if its process is gone`,
   );
+}
+
+/** Ends the sessions named as this sink's session for `subtask` (other than this one); a name cut at 63 bytes is never taken for it. */
+async function endEarlierOwners(
+  connection: PostgresConnection,
+  sink: string,
+  subtask: number,
+  ended: (pid: number) => void,
+): Promise<void> {
+  const name = sessionApplicationName(sink, subtask);
+  if (Buffer.byteLength(name) >= 63) return;
+  const { rows } = await connection.query(
+    "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_database()",
+    [name],
+  );
+  for (const row of rows) {
+    const pid = Number(row.pid);
+    // Refused without the right (another role's session): the lock wait then ends as before.
+    const { rows: result } = await connection
+      .query("SELECT pg_terminate_backend($1) AS ended", [pid])
+      .catch(() => ({ rows: [] as Record<string, unknown>[] }));
+    if (result[0]?.ended === true) ended(pid);
+  }
+}
+
+/** The `application_name` of the session that holds a sink's name lock for `subtask` (see pg/pg-connection.ts). */
+export function sessionApplicationName(sink: string, subtask: number): string {
+  return `exactly:${sink}:${subtask}`;
 }

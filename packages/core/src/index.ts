@@ -109,6 +109,7 @@ export {
   type SinkFactory,
   writeEachRecord,
 } from "./sinks/sink.ts";
+export { fencedSubtaskIndexes } from "./sinks/sink-fences.ts";
 export {
   type CommitContext,
   type TransactionContext,

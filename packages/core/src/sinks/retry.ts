@@ -1,3 +1,4 @@
+import { isLostShard } from "../failures.ts";
 import { sleep } from "../util/sleep.ts";
 
 export interface RetryOptions {
@@ -9,7 +10,11 @@ export interface RetryOptions {
   readonly maxDelayMs?: number;
 }
 
-/** Runs `action` until it succeeds, retrying transient errors with exponential backoff. */
+/**
+ * Runs `action` until it succeeds, retrying transient errors with exponential backoff. A lost
+ * shard (`ShardFencedError`, `ShardLeaseLostError`) is transient for the attempt but never
+ * passes on a retry of the same write: it is thrown at once.
+ */
 export async function withRetry<T>(
   action: (attempt: number) => Promise<T>,
   isTransient: (error: unknown) => boolean,
@@ -22,7 +27,7 @@ export async function withRetry<T>(
     try {
       return await action(attempt);
     } catch (error) {
-      if (attempt >= maxAttempts || !isTransient(error)) throw error;
+      if (attempt >= maxAttempts || isLostShard(error) || !isTransient(error)) throw error;
       await sleep(delay);
       delay = Math.min(delay * 2, maxDelay);
     }
