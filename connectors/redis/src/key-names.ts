@@ -3,7 +3,8 @@
  * key beside it, in the same hash slot, so one script call can read and write both on a
  * Redis Cluster too: `<key>:exactly-version` when the key carries a hash tag (`{…}`), else
  * `{<key>}:exactly-version`, whose tag is the key itself. The write-ahead sink keeps its
- * markers at `<keyPrefix>exactly-wal:<name>:<subtask>`.
+ * markers at `<keyPrefix>exactly-wal:<name>:<subtask>`, and in a sharded job the upsert sink
+ * its fences at `<keyPrefix>{<tag>}exactly-wal:<sink>:fences` (`fences.ts`).
  *
  * Those names are reserved: a record's key (prefix included) that ends in `:exactly-version`
  * or holds `exactly-wal:` is refused by every Redis sink, so no record can overwrite a version

@@ -1,5 +1,6 @@
 import {
   ConfigurationError,
+  fencedSubtaskIndexes,
   IdempotentSink,
   type RecordPosition,
   RecordWriteError,
@@ -9,6 +10,7 @@ import {
   type Upsert,
 } from "@exactly/core";
 import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
+import { fencedError, raiseFences, UpsertFences } from "./fences.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { ReservedNames, versionKeyOf } from "./key-names.ts";
 import type { RedisSinkCommonOptions } from "./options.ts";
@@ -67,6 +69,8 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   /** The server's `proto-max-bulk-len`, read at open. */
   private maxBulkBytes = DEFAULT_MAX_BULK_BYTES;
   private connection: RedisConnection | undefined;
+  /** In a sharded job: the fence hashes every call checks, and the owner's epoch (I9). */
+  private fences: { readonly hashes: UpsertFences; readonly epoch: number; readonly subtask: number } | undefined;
 
   constructor(options: RedisUpsertSinkOptions<T>) {
     super(options.maxBufferedRecords === undefined ? {} : { maxBufferedRecords: options.maxBufferedRecords });
@@ -94,6 +98,14 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     this.connection = await this.connect(`${context.sinkId}:${context.subtask}`);
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
     this.maxBulkBytes = await maxBulkBytesOf(this.connection);
+    const ownership = context.ownership;
+    if (ownership) {
+      // Before the first write: from now on an older owner's call under these indexes is refused.
+      const hashes = new UpsertFences(this.connection, this.keyPrefix, context.sinkId);
+      const indexes = fencedSubtaskIndexes(context);
+      await raiseFences(this.connection, hashes.raiseCalls(indexes, ownership.epoch), context.sinkId);
+      this.fences = { hashes, epoch: ownership.epoch, subtask: context.subtask };
+    }
   }
 
   protected keyOf(record: T): string {
@@ -130,6 +142,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     // A call's keys must share a slot on a Cluster (a key and its version key always do):
     // there, one call per slot; on a single server, any keys together.
     const connection = this.connection;
+    const fences = this.fences;
     const calls: ScriptCall[] = [];
     const open = new Map<number | undefined, { keys: string[]; args: (string | number)[] }>();
     for (const write of latest.values()) {
@@ -144,18 +157,25 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       const slot = connection.slotOf(key);
       let call = open.get(slot);
       if (!call) {
-        call = { keys: [], args: [this.shape.script, this.ttlMs] };
+        // Sharded: the call's first key is the fence hash of its slot (I9); else no fence at all.
+        call = fences
+          ? { keys: [fences.hashes.of(slot)], args: [this.shape.script, this.ttlMs, fences.epoch, fences.subtask] }
+          : { keys: [], args: [this.shape.script, this.ttlMs, 0, ""] };
         open.set(slot, call);
       }
       call.keys.push(key, versionKeyOf(key));
       call.args.push(write.version, value.length, ...value);
-      if (call.keys.length / 2 >= this.writesPerCall) {
+      if (Math.floor(call.keys.length / 2) >= this.writesPerCall) {
         calls.push(call);
         open.delete(slot);
       }
     }
     calls.push(...open.values());
-    await connection.runScript("guardedUpsert", calls);
+    try {
+      await connection.runScript("guardedUpsert", calls);
+    } catch (error) {
+      throw fencedError(error, this.context.sinkId) ?? error;
+    }
   }
 
   override async close(): Promise<void> {

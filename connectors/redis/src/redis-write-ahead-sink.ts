@@ -1,17 +1,20 @@
 import {
   type CheckpointCommitter,
   ConfigurationError,
+  fencedSubtaskIndexes,
   GenericWriteAheadSink,
   type LoggedRecords,
   ownsSubtaskIndex,
   type RecordPosition,
   RecordWriteError,
   requirePositiveInteger,
+  ShardFencedError,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
+import { fencedError, raiseFences } from "./fences.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { globEscape, hashTag, MARKER_NAMESPACE, ReservedNames } from "./key-names.ts";
 import { type EncodedOperation, OperationEncoder, type RedisOperation } from "./operations.ts";
@@ -63,6 +66,8 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   private readonly encoder: OperationEncoder;
   private sinkName = "";
   private connection: RedisConnection | undefined;
+  /** In a sharded job, the owner's epoch every call checks against the marker's fence (I9); 0 otherwise. */
+  private epoch = 0;
 
   constructor(options: RedisWriteAheadSinkOptions<T>) {
     if (!options.keyPrefix) throw new ConfigurationError("keyPrefix", "is required and must not be empty");
@@ -121,6 +126,14 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     }
     if (!this.acceptLossy) await checkDurability(this.connection, "acceptLossyDurability");
     this.encoder.maxBulkBytes = await maxBulkBytesOf(this.connection);
+    this.epoch = context.ownership?.epoch ?? 0;
+    // The fences of every index this subtask restores or cleans up: fields of their markers.
+    const fences: ScriptCall | undefined = context.ownership && {
+      keys: fencedSubtaskIndexes(context).map((index) => this.markerOf(index)),
+      args: [this.epoch, ...fencedSubtaskIndexes(context).map(() => "fence")],
+    };
+    // Before recovery touches anything: an owner older than the newest forgets nothing.
+    if (fences) await this.assertCurrent(fences.keys);
     if (context.restoredCheckpointId === undefined) {
       // A fresh start numbers checkpoints from 1 again: an earlier run's markers would skip them.
       const forgotten = await this.forgetMarkers((index) =>
@@ -134,6 +147,24 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
       }
     }
     await super.open(context);
+    // Restored logs are applied and the lingering ones dropped: from now on an older owner's
+    // call under these indexes is refused (I9). A call of it runs wholly before or not at all.
+    if (fences) await raiseFences(this.open_, [fences], this.sinkName);
+  }
+
+  /** Refuses to go on if a newer owner raised the fence of any of these markers. */
+  private async assertCurrent(markers: readonly string[]): Promise<void> {
+    for (const marker of markers) {
+      const [fence] = await this.open_.hashFields(marker, ["fence"]);
+      if (Number(fence ?? 0) > this.epoch) throw this.fenced(marker, fence);
+    }
+  }
+
+  private fenced(marker: string, fence: string | null | undefined): ShardFencedError {
+    return new ShardFencedError(
+      this.epoch,
+      `sink ${this.sinkName}: a newer owner (epoch ${fence}) raised the fence of ${marker}; nothing this owner writes may become visible`,
+    );
   }
 
   private async forgetMarkers(owns: (subtask: number) => boolean): Promise<number> {
@@ -150,7 +181,11 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   }
 
   private async isApplied(subtask: number, checkpointId: number): Promise<boolean> {
-    const [checkpoint, done] = await this.open_.hashFields(this.markerOf(subtask), ["checkpoint", "done"]);
+    const marker = this.markerOf(subtask);
+    const [checkpoint, done, fence] = await this.open_.hashFields(marker, ["checkpoint", "done", "fence"]);
+    // Fenced already: refused before the log is read (a successor may have dropped it). The
+    // script checks again, atomically with its writes.
+    if (this.epoch > 0 && Number(fence ?? 0) > this.epoch) throw this.fenced(marker, fence);
     const applied = Number(checkpoint ?? 0);
     return applied > checkpointId || (applied === checkpointId && done === "1");
   }
@@ -189,6 +224,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
         first,
         first + this.operationsPerCall >= operations.length ? 1 : 0,
         chunk.length,
+        this.epoch,
       ];
       for (const [command, key, ...rest] of chunk) {
         const full = this.keyPrefix + key;
@@ -207,6 +243,8 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     try {
       await this.open_.runScript("applyChunk", calls);
     } catch (error) {
+      const fenced = fencedError(error, this.sinkName);
+      if (fenced) throw fenced;
       const refused = REFUSED_OPERATION.exec(error instanceof Error ? error.message : "");
       if (!refused) throw error;
       // The last record whose first operation is at or before the refused one.

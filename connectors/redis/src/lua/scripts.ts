@@ -4,18 +4,34 @@
  */
 
 /**
- * Guarded upserts, several per call. KEYS: for each write its data key, then its version key.
- * ARGV: shape ("string" or "hash"), TTL in ms (0: none), then for each write its version,
- * the count n of its value arguments, and those n arguments (the value, or field/value pairs).
- * A write applies only if its version is greater than the stored one, so a replayed write
- * never moves a key back. Returns how many writes applied.
+ * The refusal every fenced script gives when a newer owner raised the fence (I9); the sinks
+ * turn it into `ShardFencedError`. `<mine>` is the caller's epoch, `<newer>` the fence's.
+ */
+export const FENCED_REPLY = /exactly: fenced: epoch (\d+) is below (\d+)/;
+
+/**
+ * Guarded upserts, several per call. ARGV: shape ("string" or "hash"), TTL in ms (0: none),
+ * the owner's epoch (0: the job is not sharded, no fence) and its subtask, then for each write
+ * its version, the count n of its value arguments, and those n arguments (the value, or
+ * field/value pairs). KEYS: with an epoch, first the fence hash of the call's slot; then for
+ * each write its data key and its version key. A fence field of the subtask above the epoch
+ * refuses the whole call before anything is written (I9). A write applies only if its
+ * version is greater than the stored one, so a replayed write never moves a key back.
+ * Returns how many writes applied.
  */
 const GUARDED_UPSERT = `
 local shape = ARGV[1]
 local ttl = tonumber(ARGV[2])
-local at = 3
+local epoch = tonumber(ARGV[3])
+local from = 1
+if epoch > 0 then
+  local fence = tonumber(redis.call('HGET', KEYS[1], ARGV[4]) or '0')
+  if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+  from = 2
+end
+local at = 5
 local applied = 0
-for i = 1, #KEYS, 2 do
+for i = from, #KEYS, 2 do
   local version = ARGV[at]
   local n = tonumber(ARGV[at + 1])
   local stored = redis.call('GET', KEYS[i + 1])
@@ -46,10 +62,12 @@ return applied
 /**
  * One chunk of a checkpoint's operations, applied once. KEYS[1] is the marker hash of
  * (sink, subtask): the checkpoint it last applied, how many of that checkpoint's operations
- * are in, and whether all are. KEYS[2…] are the chunk's data keys. ARGV: checkpoint, the index
- * of the chunk's first operation within the checkpoint, whether it is the last chunk, the
- * operation count, then per operation its command, its key's index in KEYS, its argument
- * count and the arguments. Operations the marker shows applied are skipped, so a replay after
+ * are in, and whether all are; in a sharded job also the fence, the newest owner's epoch.
+ * KEYS[2…] are the chunk's data keys. ARGV: checkpoint, the index of the chunk's first
+ * operation within the checkpoint, whether it is the last chunk, the operation count, the
+ * owner's epoch (0: not sharded, no fence), then per operation its command, its key's index
+ * in KEYS, its argument count and the arguments. A fence above the epoch refuses the call
+ * before anything is written (I9). Operations the marker shows applied are skipped, so a replay after
  * a crash between chunks applies none twice, whatever the chunk size then; a chunk that
  * would leave a gap is refused. An operation that fails (WRONGTYPE …) stops the chunk with
  * the marker at it, since Redis does not undo a failed script's writes. Only the commands
@@ -62,7 +80,11 @@ local checkpoint = tonumber(ARGV[1])
 local first = tonumber(ARGV[2])
 local last = ARGV[3] == '1'
 local count = tonumber(ARGV[4])
-local state = redis.call('HMGET', marker, 'checkpoint', 'ops', 'done')
+local epoch = tonumber(ARGV[5])
+local state = redis.call('HMGET', marker, 'checkpoint', 'ops', 'done', 'fence')
+if epoch > 0 and tonumber(state[4] or '0') > epoch then
+  return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. state[4])
+end
 local doneCheckpoint = tonumber(state[1] or '0')
 local doneOps = tonumber(state[2] or '0')
 if doneCheckpoint > checkpoint or (doneCheckpoint == checkpoint and state[3] == '1') then return 0 end
@@ -70,7 +92,7 @@ if doneCheckpoint < checkpoint then doneOps = 0 end
 if first > doneOps then
   return redis.error_reply('exactly: chunk from operation ' .. first .. ' of checkpoint ' .. checkpoint .. ' comes before operations ' .. doneOps .. '..' .. (first - 1) .. ' are in')
 end
-local at = 5
+local at = 6
 local applied = 0
 for o = 0, count - 1 do
   local command = ARGV[at]
@@ -93,5 +115,27 @@ redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', ops, 'done', last an
 return applied
 `;
 
-export const SCRIPTS = { guardedUpsert: GUARDED_UPSERT, applyChunk: APPLY_CHUNK } as const;
+/**
+ * Raises fences (I9): KEYS[i] is a hash and ARGV[i + 1] its field holding an epoch; ARGV[1] is
+ * the new owner's epoch. If any of them is above it, nothing is raised and the call is refused
+ * (this owner is not the newest); else each is set to it. Returns how many were raised.
+ */
+const RAISE_FENCES = `
+local epoch = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local fence = tonumber(redis.call('HGET', KEYS[i], ARGV[i + 1]) or '0')
+  if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+end
+local raised = 0
+for i = 1, #KEYS do
+  local fence = tonumber(redis.call('HGET', KEYS[i], ARGV[i + 1]) or '0')
+  if fence < epoch then
+    redis.call('HSET', KEYS[i], ARGV[i + 1], epoch)
+    raised = raised + 1
+  end
+end
+return raised
+`;
+
+export const SCRIPTS = { guardedUpsert: GUARDED_UPSERT, applyChunk: APPLY_CHUNK, raiseFences: RAISE_FENCES } as const;
 export type ScriptName = keyof typeof SCRIPTS;
