@@ -3,8 +3,10 @@ import {
   type CommitContext,
   ConfigurationError,
   DeliveryGuarantee,
+  errorChain,
   type LingeringContext,
   type RetryOptions,
+  ShardFencedError,
   type SinkCapabilities,
   SinkNotOpenError,
   type TransactionContext,
@@ -29,7 +31,9 @@ import { checkTransactionTimeoutAgainstBroker } from "./startup-checks.ts";
 import {
   type KafkaTransactionState,
   parseTransactionalId,
+  SLOTS_PER_EPOCH,
   SlotPool,
+  slotBaseOf,
   transactionalIdOf,
   transactionState,
 } from "./transaction-ids.ts";
@@ -169,8 +173,15 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
 
   protected async beginTransaction(ctx: TransactionContext): Promise<KafkaTransactionState> {
     const pool = this.pool as SlotPool;
-    const slot = pool.take((s) => transactionalIdOf(this.prefix, ctx.subtask, s));
+    // In a sharded job each owner epoch has slots of its own (see SLOTS_PER_EPOCH).
+    const epoch = this.context.ownership?.epoch;
+    const base = slotBaseOf(epoch);
+    const slot = base + pool.take((s) => transactionalIdOf(this.prefix, ctx.subtask, base + s));
     const transactionalId = transactionalIdOf(this.prefix, ctx.subtask, slot);
+    if (epoch !== undefined && slot - base >= SLOTS_PER_EPOCH) {
+      pool.release(transactionalId);
+      throw new Error(`more than ${SLOTS_PER_EPOCH} transactions of one subtask pending at once`);
+    }
     let producer: TransactionalProducer;
     try {
       producer = await (this.connection as KafkaConnection).beginTransaction(this.kafkaCluster, {
@@ -201,11 +212,32 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
   }
 
   protected write(txn: KafkaTransactionState, batch: Batch<T>): Promise<void> {
-    return this.writer.write(this.outboxOf(txn), batch);
+    const written = this.writer.write(this.outboxOf(txn), batch);
+    return this.context.ownership ? written.catch((error) => this.throwFenced(txn, error)) : written;
   }
 
   protected async preCommit(txn: KafkaTransactionState): Promise<void> {
-    await this.outboxOf(txn).flush();
+    try {
+      await this.outboxOf(txn).flush();
+    } catch (error) {
+      this.throwFenced(txn, error);
+    }
+  }
+
+  /**
+   * In a sharded job a send the broker refuses as fenced means a newer owner's recovery ran
+   * InitProducerId on this id (I9): this owner lost its shard, and the attempt fails as one
+   * that did (transient; the process waits for the shard again). Anything else is rethrown.
+   */
+  private throwFenced(txn: KafkaTransactionState, error: unknown): never {
+    const ownership = this.context.ownership;
+    if (ownership && errorChain(error).some((e) => FENCED.has(errorType(e) ?? ""))) {
+      throw new ShardFencedError(
+        ownership.epoch,
+        `Kafka transactional id ${txn.transactionalId} (producer ${txn.producerId}, epoch ${txn.epoch}) was fenced by a newer producer of the id: nothing this owner wrote on it is committed`,
+      );
+    }
+    throw error;
   }
 
   protected async commit(txn: KafkaTransactionState, checkpoint: CommitContext): Promise<void> {
@@ -306,16 +338,21 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     } else {
       // Brokers before Kafka 3.0 cannot list transactions: probe the slots of every owned
       // subtask index, lowest first, until an id the broker did not know (epoch 0 after
-      // InitProducerId). Slots are taken lowest-first, so the ids ever used are contiguous.
+      // InitProducerId). Slots are taken lowest-first, so the ids ever used are contiguous;
+      // in a sharded job, within the slots of each owner epoch up to this one.
       const indexes = Math.max(ctx.parallelism, ctx.previousParallelism ?? 0);
+      const ownership = this.context.ownership;
+      const bases = ownership ? [0, ...Array.from({ length: ownership.epoch }, (_v, e) => slotBaseOf(e + 1))] : [0];
       for (let index = 0; index < indexes; index++) {
         if (!ctx.ownsSubtaskIndex(index)) continue;
-        for (let slot = 0; ; slot++) {
-          const id = transactionalIdOf(this.prefix, index, slot);
-          if (referenced.has(id)) continue;
-          const epoch = await this.fence(id);
-          if (epoch === 0) break;
-          aborted.push(id);
+        for (const base of bases) {
+          for (let slot = base; ; slot++) {
+            const id = transactionalIdOf(this.prefix, index, slot);
+            if (referenced.has(id)) continue;
+            const epoch = await this.fence(id);
+            if (epoch === 0) break;
+            aborted.push(id);
+          }
         }
       }
     }

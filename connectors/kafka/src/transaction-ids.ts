@@ -21,6 +21,21 @@
  * else fenced the id — the data is lost, and that is reported, never assumed away.
  */
 
+/**
+ * Slots each owner epoch of a sharded job has to itself (I9): the owner at epoch e takes slots
+ * e·1000 … e·1000+999, so a paused old owner that begins a transaction after its successor
+ * opened (InitProducerId, which no broker makes conditional on a fresh id) re-initialises only
+ * ids of its own epoch, never one its successor is writing on. What it begins there is never
+ * committed (the checkpoint head completes nothing of it) and is aborted when its attempt
+ * fails, or by the next recovery's listing, or by the broker's transaction timeout.
+ */
+export const SLOTS_PER_EPOCH = 1000;
+
+/** The first slot of an owner at `epoch`; 0 for a job that is not sharded, whose ids are as they always were. */
+export function slotBaseOf(epoch: number | undefined): number {
+  return epoch === undefined ? 0 : epoch * SLOTS_PER_EPOCH;
+}
+
 /** What the sink checkpoints for each transaction (JSON). */
 export interface KafkaTransactionState {
   readonly transactionalId: string;
