@@ -122,7 +122,7 @@ export class SinkFences {
     const newer = rows.map((r) => `subtask ${r.subtask} at epoch ${r.epoch}`).join(", ");
     return new ShardFencedError(
       this.epoch,
-      `sink ${this.sink}: a newer owner raised its fences in ${this.table} (${newer}); nothing this owner writes may become visible`,
+      `sink ${this.sink}: a newer owner raised its fences in ${this.table} (${newer}); nothing this owner writes may become visible (if the shard's lease and checkpoints were deleted, so that epochs began again, delete this sink's rows there)`,
     );
   }
 }

@@ -20,13 +20,17 @@ import type { RedisConnection, ScriptCall } from "./redis-connection.ts";
 
 const SLOTS = 16_384;
 
+/** What to do when the fences outlived the lease they came from (epochs begin again with a new lease). */
+export const RESET_HINT =
+  " (if the shard's lease and checkpoints were deleted, so that epochs began again, delete the sink's fences: the `fence` fields of its markers, its `…:fences` hashes)";
+
 /** The error a fenced script call ends with, as `ShardFencedError`; undefined for any other. */
 export function fencedError(error: unknown, sink: string): ShardFencedError | undefined {
   const match = FENCED_REPLY.exec(error instanceof Error ? error.message : "");
   if (!match) return undefined;
   return new ShardFencedError(
     Number(match[1]),
-    `sink ${sink}: a newer owner (epoch ${match[2]}) raised its fence in Redis; nothing this owner writes may become visible`,
+    `sink ${sink}: a newer owner (epoch ${match[2]}) raised its fence in Redis; nothing this owner writes may become visible${RESET_HINT}`,
   );
 }
 

@@ -14,7 +14,7 @@ import {
   SinkNotOpenError,
 } from "@exactly/core";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
-import { fencedError, raiseFences } from "./fences.ts";
+import { fencedError, RESET_HINT, raiseFences } from "./fences.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { globEscape, hashTag, MARKER_NAMESPACE, ReservedNames } from "./key-names.ts";
 import { type EncodedOperation, OperationEncoder, type RedisOperation } from "./operations.ts";
@@ -163,7 +163,7 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   private fenced(marker: string, fence: string | null | undefined): ShardFencedError {
     return new ShardFencedError(
       this.epoch,
-      `sink ${this.sinkName}: a newer owner (epoch ${fence}) raised the fence of ${marker}; nothing this owner writes may become visible`,
+      `sink ${this.sinkName}: a newer owner (epoch ${fence}) raised the fence of ${marker}; nothing this owner writes may become visible${RESET_HINT}`,
     );
   }
 
