@@ -129,4 +129,10 @@ export {
 export { ArraySource } from "./sources/array-source.ts";
 export { FileSource, type FileSourceOptions } from "./sources/file-source.ts";
 export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generator-source.ts";
-export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
+export {
+  ownsSplit,
+  type Source,
+  type SourceReader,
+  type SourceReaderContext,
+  splitPerKey,
+} from "./sources/source.ts";

@@ -137,6 +137,27 @@ export class ShardLease {
   }
 
   /**
+   * Raises the epoch this process holds the shard at to at least `epoch`: after a rescale the
+   * owners of the new layout hold epochs above every old one (shard-layout.ts). Throws
+   * {@link ShardLeaseLostError} when another owner took the shard meanwhile.
+   */
+  async raiseEpoch(epoch: number): Promise<number> {
+    const held = this.requireHeld();
+    if (held.epoch >= epoch) return held.epoch;
+    const next: LeaseState = { ...held, epoch };
+    const startedAt = performance.now();
+    const version = await this.record.replace(this.version, next);
+    if (version === undefined) {
+      this.lost = new ShardLeaseLostError(`shard lease taken by another owner (this one held epoch ${held.epoch})`);
+      throw this.lost;
+    }
+    this.version = version;
+    this.held = next;
+    this.heldSince = startedAt;
+    return epoch;
+  }
+
+  /**
    * Whether this process may still act as the owner: it renewed within the last
    * `durationMs` (less a tenth for clock drift) and nobody took the shard since.
    */
