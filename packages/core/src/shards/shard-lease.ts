@@ -14,6 +14,9 @@ import { ConfigurationError, ExactlyError, requirePositiveInteger } from "../err
 import { sleep } from "../util/sleep.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
 
+/** How long a lease lasts unrenewed unless `durationMs` says otherwise. */
+export const DEFAULT_LEASE_DURATION_MS = 15_000;
+
 /** What the lease record holds. */
 export interface LeaseState {
   readonly epoch: number;
@@ -61,7 +64,7 @@ export class ShardLease {
 
   constructor(record: ConditionalRecord<LeaseState>, options: ShardLeaseOptions = {}) {
     this.record = record;
-    this.durationMs = requirePositiveInteger("lease.durationMs", options.durationMs ?? 15_000);
+    this.durationMs = requirePositiveInteger("lease.durationMs", options.durationMs ?? DEFAULT_LEASE_DURATION_MS);
     this.renewEveryMs = requirePositiveInteger(
       "lease.renewEveryMs",
       options.renewEveryMs ?? Math.max(1, Math.floor(this.durationMs / 3)),
