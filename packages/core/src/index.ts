@@ -78,7 +78,6 @@ export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
 export type { ConditionalRecord, VersionedValue } from "./shards/conditional-record.ts";
 export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
-export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export {
   type LeaseState,
   ShardLease,
