@@ -46,6 +46,8 @@ export interface CheckpointTiming {
   readonly timeoutMs: number;
   /** The longest delay before a restart (RestartStrategy.maxDelayMs; 10 s by default). */
   readonly restartDelayMs: number;
+  /** In a sharded job, the shard lease's duration: a lost shard's successor starts only after it. */
+  readonly takeoverMs?: number;
 }
 
 /** The lower bound the transaction timeout must meet, from `minTransactionTimeoutMs` and `checkpointTiming`. */
@@ -62,12 +64,15 @@ export function minimumTransactionTimeout(options: {
   }
   const timing = options.checkpointTiming;
   if (timing) {
-    const ms = timing.intervalMs + timing.timeoutMs + timing.restartDelayMs;
+    const takeover = timing.takeoverMs ?? 0;
+    const ms = timing.intervalMs + timing.timeoutMs + timing.restartDelayMs + takeover;
     candidates.push({
       ms,
       why:
         `checkpointTiming: checkpoint interval ${timing.intervalMs} ms + checkpoint timeout ${timing.timeoutMs} ms` +
-        ` + restart delay ${timing.restartDelayMs} ms = ${ms} ms`,
+        ` + restart delay ${timing.restartDelayMs} ms` +
+        (takeover > 0 ? ` + shard lease duration ${takeover} ms (lease.durationMs, --lease-duration)` : "") +
+        ` = ${ms} ms`,
     });
   }
   return candidates.sort((a, b) => b.ms - a.ms)[0];

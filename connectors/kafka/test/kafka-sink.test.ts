@@ -125,6 +125,39 @@ describe("KafkaSink", () => {
     expect(await readCommitted(kafka, topic, 1)).toEqual([]);
   });
 
+  it("I7: refuses to start a sharded job whose lease duration, added to its checkpoint timing, outlasts the transaction timeout (the takeover budget)", async () => {
+    const kafka = newKafka(kafkaBrokers());
+    const topic = uniqueName("takeover");
+    await createTopic(kafka, topic, 1);
+    const job = new StreamJob({
+      name: "takeover",
+      checkpoint: {
+        storage: await mkdtemp(join(tmpdir(), "exactly-kafka-takeover-")),
+        intervalMs: 1000,
+        timeoutMs: 2000,
+      },
+      restart: { maxDelayMs: 1000 },
+      shard: { index: 0, count: 1 },
+      lease: { durationMs: 30_000 },
+      logger: silentLogger,
+    });
+    job.fromSource(new GeneratorSource({ count: 10, generate: (id) => ({ id }) })).sinkTo(
+      kafkaSink<{ id: number }>({
+        brokers: kafkaBrokers(),
+        topic,
+        transactionalIdPrefix: uniqueName("takeover"),
+        transactionTimeoutMs: 20_000,
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+      }),
+      { name: "kafka" },
+    );
+    const error = await job.execute().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
+    expect((error as Error).message).toContain("shard lease duration 30000 ms (lease.durationMs");
+    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
+  });
+
   it("I7: requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {
     const settingOf = (fn: () => unknown) => {
       try {

@@ -78,7 +78,6 @@ export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
 export type { ConditionalRecord, VersionedValue } from "./shards/conditional-record.ts";
 export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
-export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export {
   type LeaseState,
   ShardLease,
@@ -130,4 +129,10 @@ export {
 export { ArraySource } from "./sources/array-source.ts";
 export { FileSource, type FileSourceOptions } from "./sources/file-source.ts";
 export { GeneratorSource, type GeneratorSourceOptions } from "./sources/generator-source.ts";
-export { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./sources/source.ts";
+export {
+  ownsSplit,
+  type Source,
+  type SourceReader,
+  type SourceReaderContext,
+  splitPerKey,
+} from "./sources/source.ts";

@@ -19,6 +19,7 @@ import {
   type ShardSpec,
   StreamJob,
   silentLogger,
+  splitPerKey,
 } from "../src/index.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
@@ -152,7 +153,7 @@ describe("a job run as shards", () => {
       for (const r of (stores[index] as MemoryStore).committed as Array<{ key: number }>)
         expect(ownsKey({ index, count: 2 }, r.key, MAX_PARALLELISM)).toBe(true);
 
-    expect((await readdir(dir)).sort()).toEqual(["shard-0", "shard-1"]);
+    expect((await readdir(dir)).sort()).toEqual(["_layout", "shard-0", "shard-1"]);
     const epochDir = join(dir, "shard-1", "epoch-1");
     const last = (await readdir(epochDir))
       .filter((n) => n.startsWith("chk-"))
@@ -180,5 +181,72 @@ describe("a job run as shards", () => {
     expect(cause).toBeInstanceOf(RecordProcessingError);
     expect((cause as RecordProcessingError).position).toMatchObject({ offset: 1000 });
     expect((cause as Error).message).toContain("belongs to shard 1 of 2");
+  });
+
+  it("rescales by restart, 2 → 3 → 1: each layout restores its keys from the old shards' latest checkpoints, and every per-key sequence and count stays exact", async () => {
+    const dir = await tempDir();
+    const store = new MemoryStore();
+    const KEYS = 23;
+    const RECORDS = 30_000;
+    // A split per key, read by the subtask owning the key: partitioned input at any shard count.
+    const job = (shard: ShardSpec) => {
+      const j = new StreamJob({
+        name: "rescaled",
+        parallelism: 2,
+        maxParallelism: MAX_PARALLELISM,
+        shard,
+        workers: 1,
+        logger: silentLogger,
+        checkpoint: { storage: dir, intervalMs: 20 },
+        restart: { maxRestarts: 0 },
+        // Lost shards' leases run out before the next layout can take their shards.
+        lease: { durationMs: 600 },
+      });
+      j.fromSource(
+        new GeneratorSource({
+          count: RECORDS,
+          splits: KEYS,
+          splitOwner: splitPerKey(MAX_PARALLELISM),
+          ratePerSecond: 20_000,
+          generate: (id) => ({ id, key: id % KEYS }),
+        }),
+      )
+        .keyBy((r) => r.key)
+        .process<{ id: number; key: number; n: number }, number>({
+          processElement(r, ctx) {
+            const n = (ctx.state.value() ?? 0) + 1;
+            ctx.state.update(n);
+            ctx.emit({ ...r, n });
+          },
+        })
+        .sinkTo(() => new MemorySink(store), { name: "out" });
+      return j;
+    };
+    const committedCount = () => store.committed.length;
+    const runFor = async (count: number, until: number, end: "cancel" | "stop") => {
+      const clients = Array.from({ length: count }, (_, index) => job({ index, count }).start());
+      while (committedCount() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      if (end === "stop") await Promise.all(clients.map((c) => c.stop()));
+      else {
+        for (const c of clients) c.cancel();
+        await Promise.allSettled(clients.map((c) => c.result));
+      }
+    };
+    // Two shards lost mid-run (their pending work left behind), three stopped with a final checkpoint, one to the end.
+    await runFor(2, 6_000, "cancel");
+    await runFor(3, 15_000, "stop");
+    const last = await job({ index: 0, count: 1 }).execute();
+    expect(last.restoredCheckpointId).toBeGreaterThan(0);
+
+    const rows = store.committed as Array<{ id: number; key: number; n: number }>;
+    expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
+    for (let key = 0; key < KEYS; key++) {
+      const ns = rows.filter((r) => r.key === key).map((r) => r.n);
+      expect(
+        ns.sort((a, b) => a - b),
+        `key ${key}`,
+      ).toEqual(ns.map((_, i) => i + 1));
+    }
+    expect(store.prepared.size).toBe(0);
   });
 });

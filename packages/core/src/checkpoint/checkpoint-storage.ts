@@ -25,6 +25,8 @@ export interface CheckpointMetadata {
    */
   readonly shard?: ShardSpec;
   readonly epoch?: number;
+  /** The layout generation (shards/shard-layout.ts) it was taken in. */
+  readonly generation?: number;
 }
 
 /** One checkpoint folder as `exactly inspect` shows it: complete (with metadata) or not. */

@@ -17,6 +17,7 @@ import { ConfigurationError } from "../errors.ts";
 import { reachFault } from "../faults/fault-points.ts";
 import { CheckpointHead, type HeadState, ShardFencedError } from "./checkpoint-head.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
+import { loadBase, type ShardLayout, settleLayout } from "./shard-layout.ts";
 import type { LeaseState } from "./shard-lease.ts";
 import { type ShardSpec, shardName } from "./shard-spec.ts";
 
@@ -40,6 +41,7 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   private readonly head: CheckpointHead;
   private epoch: number | undefined;
   private current: CheckpointStorage | undefined;
+  private layout: ShardLayout | undefined;
   /** Asked before a checkpoint completes: throws when this process may no longer act as the owner. */
   private assertOwner: () => void = () => {};
 
@@ -58,6 +60,17 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   /** The shard's lease record, beside its checkpoints (the default lease store). */
   leaseRecord(): ConditionalRecord<LeaseState> {
     return this.own.record<LeaseState>("lease");
+  }
+
+  /** The layout this shard runs in: the current one, or a new one if the shard count changed (a rescale). */
+  async settleLayout(knownGeneration: number | undefined, log: (message: string) => void): Promise<ShardLayout> {
+    this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log);
+    return this.layout;
+  }
+
+  /** The epoch of the shard's head, if it has one: a new owner holds at least that. */
+  async headEpoch(): Promise<number | undefined> {
+    return (await this.readHead())?.epoch;
   }
 
   /**
@@ -82,7 +95,10 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   async highestCheckpointId(): Promise<number> {
     // Above every id any earlier owner reserved, so no two owners' checkpoints (and the names
     // sinks derive from ids) meet.
-    let highest = this.head.latest?.checkpointId ?? 0;
+    let highest = Math.max(
+      this.head.latest?.checkpointId ?? 0,
+      ...(this.layout?.base ?? []).map((b) => b.checkpointId),
+    );
     for (const scope of await this.own.scopes()) {
       if (EPOCH_SCOPE.test(scope)) highest = Math.max(highest, await this.own.scoped(scope).highestCheckpointId());
     }
@@ -99,7 +115,12 @@ export class ShardCheckpointStorage implements CheckpointStorage {
 
   async completeCheckpoint(metadata: CheckpointMetadata): Promise<void> {
     this.assertOwner();
-    await this.writer.completeCheckpoint({ ...metadata, shard: this.shard, epoch: this.epoch });
+    await this.writer.completeCheckpoint({
+      ...metadata,
+      shard: this.shard,
+      epoch: this.epoch,
+      ...(this.layout ? { generation: this.layout.generation } : {}),
+    });
     reachFault("before-checkpoint-head");
     await this.head.complete(metadata.checkpointId);
   }
@@ -108,24 +129,25 @@ export class ShardCheckpointStorage implements CheckpointStorage {
     return this.writer.discardCheckpoint(checkpointId);
   }
 
-  /** The checkpoint the head names: a metadata file the head does not name never completed. */
+  /**
+   * The checkpoint the head names (a metadata file the head does not name never completed),
+   * if it was taken in this layout; otherwise this shard's part of the layout's base.
+   */
   async loadLatest(): Promise<RestoredCheckpoint | undefined> {
+    const layout = this.layout;
+    if (!layout)
+      throw new ShardFencedError(this.epoch ?? 0, "checkpoints loaded before the shard's layout was settled");
     const latest = this.head.latest ?? (await this.readHead())?.latest;
-    if (!latest) return undefined;
-    const restored = await this.own.scoped(`epoch-${latest.epoch}`).load?.(latest.checkpointId);
-    if (!restored)
-      throw new ShardFencedError(
-        this.epoch ?? 0,
-        `checkpoint ${latest.checkpointId} that the head names is missing from epoch-${latest.epoch}`,
-      );
-    const layout = restored.metadata.shard;
-    if (layout && (layout.count !== this.shard.count || layout.index !== this.shard.index))
-      throw new ConfigurationError(
-        "shard",
-        `checkpoint ${latest.checkpointId} of ${shardName(this.shard)} was taken as shard ${layout.index}/${layout.count}; ` +
-          "restoring it as another layout is a rescale, which starts every shard anew",
-      );
-    return restored;
+    if (latest) {
+      const restored = await this.own.scoped(`epoch-${latest.epoch}`).load?.(latest.checkpointId);
+      if (!restored)
+        throw new ShardFencedError(
+          this.epoch ?? 0,
+          `checkpoint ${latest.checkpointId} that the head names is missing from epoch-${latest.epoch}`,
+        );
+      if (restored.metadata.generation === layout.generation) return restored;
+    }
+    return loadBase(this.base, layout.base);
   }
 
   private async readHead(): Promise<HeadState | undefined> {

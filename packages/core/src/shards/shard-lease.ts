@@ -14,6 +14,9 @@ import { ConfigurationError, ExactlyError, requirePositiveInteger } from "../err
 import { sleep } from "../util/sleep.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
 
+/** How long a lease lasts unrenewed unless `durationMs` says otherwise. */
+export const DEFAULT_LEASE_DURATION_MS = 15_000;
+
 /** What the lease record holds. */
 export interface LeaseState {
   readonly epoch: number;
@@ -61,7 +64,7 @@ export class ShardLease {
 
   constructor(record: ConditionalRecord<LeaseState>, options: ShardLeaseOptions = {}) {
     this.record = record;
-    this.durationMs = requirePositiveInteger("lease.durationMs", options.durationMs ?? 15_000);
+    this.durationMs = requirePositiveInteger("lease.durationMs", options.durationMs ?? DEFAULT_LEASE_DURATION_MS);
     this.renewEveryMs = requirePositiveInteger(
       "lease.renewEveryMs",
       options.renewEveryMs ?? Math.max(1, Math.floor(this.durationMs / 3)),
@@ -134,6 +137,27 @@ export class ShardLease {
     }
     this.version = version;
     this.heldSince = startedAt;
+  }
+
+  /**
+   * Raises the epoch this process holds the shard at to at least `epoch`: after a rescale the
+   * owners of the new layout hold epochs above every old one (shard-layout.ts). Throws
+   * {@link ShardLeaseLostError} when another owner took the shard meanwhile.
+   */
+  async raiseEpoch(epoch: number): Promise<number> {
+    const held = this.requireHeld();
+    if (held.epoch >= epoch) return held.epoch;
+    const next: LeaseState = { ...held, epoch };
+    const startedAt = performance.now();
+    const version = await this.record.replace(this.version, next);
+    if (version === undefined) {
+      this.lost = new ShardLeaseLostError(`shard lease taken by another owner (this one held epoch ${held.epoch})`);
+      throw this.lost;
+    }
+    this.version = version;
+    this.held = next;
+    this.heldSince = startedAt;
+    return epoch;
   }
 
   /**

@@ -20,6 +20,8 @@ export class ShardOwner {
   private readonly lease: ShardLease;
   private readonly logger: Logger;
   private onLost: ((error: ShardLeaseLostError) => void) | undefined;
+  /** The layout generation this process ran in; it never moves the layout back from a newer one. */
+  private generation: number | undefined;
 
   constructor(lease: ShardLease, storage: ShardCheckpointStorage, logger: Logger) {
     this.lease = lease;
@@ -47,7 +49,11 @@ export class ShardOwner {
       this.lease.keep((error) => this.onLost?.(error));
       this.logger.info(`owns shard ${index} of ${count} at epoch ${epoch}`, { shard: index, epoch });
     }
-    const epoch = this.lease.epoch as number;
+    const layout = await this.storage.settleLayout(this.generation, (message) => this.logger.info(message));
+    this.generation = layout.generation;
+    // Above every epoch of the layouts before, and of whoever fenced this shard's head in a rescale.
+    const needed = Math.max(layout.minEpoch, (await this.storage.headEpoch()) ?? 0);
+    const epoch = await this.lease.raiseEpoch(needed);
     await this.storage.claim(epoch);
     return { shard: this.shard, epoch };
   }

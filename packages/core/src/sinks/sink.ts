@@ -40,6 +40,11 @@ export interface SinkContext {
     readonly timeoutMs: number;
     /** The longest delay before a restart after a failure. */
     readonly restartDelayMs: number;
+    /**
+     * In a sharded job: the shard lease's duration. A lost owner's successor takes the shard
+     * only after it, so a pre-committed transaction can wait that much longer for its commit.
+     */
+    readonly takeoverMs?: number;
   };
 }
 

@@ -13,6 +13,11 @@ export interface GeneratorSourceOptions<T> {
   readonly ratePerSecond?: number;
   /** Turns an index into a record; must be deterministic, since a replay calls it again. */
   readonly generate: (index: number) => T;
+  /**
+   * Which subtask reads which lane. Default {@link ownsSplit} (lane i to subtask i mod
+   * parallelism); {@link splitPerKey} when lane i holds the records of key i.
+   */
+  readonly splitOwner?: (split: number, context: SourceReaderContext) => boolean;
 }
 
 /** A deterministic source of `generate(0) … generate(count − 1)`. */
@@ -58,7 +63,7 @@ class GeneratorReader<T> implements SourceReader<T> {
     const rate = source.options.ratePerSecond;
     this.perReaderRate = rate === undefined ? undefined : rate / context.parallelism;
     for (let split = 0; split < splits; split++) {
-      if (!ownsSplit(split, context)) continue;
+      if (!(source.options.splitOwner ?? ownsSplit)(split, context)) continue;
       const id = String(split);
       const restored = context.restoredPositions?.get(id);
       this.lanes.push({ split, id, next: typeof restored === "number" ? restored : split });

@@ -1,3 +1,4 @@
+import { keyGroupOf, subtaskForKeyGroup } from "../operators/key-groups.ts";
 import type { Batch } from "../records.ts";
 
 /**
@@ -52,4 +53,15 @@ export interface SourceReader<T> {
 /** Deals splits to subtasks: split `i` (in a stable order) goes to subtask `i mod parallelism`. */
 export function ownsSplit(splitIndex: number, context: SourceReaderContext): boolean {
   return splitIndex % context.parallelism === context.subtask;
+}
+
+/**
+ * Another rule, for a source with a split per key (split `i` holds the records of key `i`):
+ * the subtask that owns the key's group reads it, so a keyBy on that key after the source
+ * never leaves the subtask's key groups — what a sharded keyed job needs (docs/design.md §2,
+ * Shards), at any number of shards.
+ */
+export function splitPerKey(maxParallelism: number): (splitIndex: number, context: SourceReaderContext) => boolean {
+  return (splitIndex, context) =>
+    subtaskForKeyGroup(keyGroupOf(splitIndex, maxParallelism), maxParallelism, context.parallelism) === context.subtask;
 }

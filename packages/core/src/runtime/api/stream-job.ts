@@ -7,7 +7,12 @@ import { type JobMetrics, noMetrics } from "../../metrics.ts";
 import { MAX_KEY_GROUPS } from "../../operators/key-groups.ts";
 import type { ConditionalRecord } from "../../shards/conditional-record.ts";
 import { ShardCheckpointStorage } from "../../shards/shard-checkpoint-storage.ts";
-import { type LeaseState, ShardLease, type ShardLeaseOptions } from "../../shards/shard-lease.ts";
+import {
+  DEFAULT_LEASE_DURATION_MS,
+  type LeaseState,
+  ShardLease,
+  type ShardLeaseOptions,
+} from "../../shards/shard-lease.ts";
 import { ShardOwner } from "../../shards/shard-owner.ts";
 import { globalParallelism, requireShard, type ShardSpec } from "../../shards/shard-spec.ts";
 import type { Source } from "../../sources/source.ts";
@@ -239,6 +244,7 @@ export class StreamJob {
       batchSize: requirePositiveInteger("batchSize", this.options.batchSize ?? 1024),
       channelCapacity: requirePositiveInteger("channelCapacity", this.options.channelCapacity ?? 4),
       restartDelayMs: this.options.restart?.maxDelayMs ?? DEFAULT_MAX_RESTART_DELAY_MS,
+      ...(graph.shard ? { takeoverMs: this.leaseSettings().durationMs ?? DEFAULT_LEASE_DURATION_MS } : {}),
       storage,
       logger: this.options.logger ?? consoleLogger,
       metrics: this.options.metrics ?? noMetrics,
@@ -272,10 +278,15 @@ export class StreamJob {
     );
   }
 
+  /** The lease settings: the job's, with what loadJob was given over them. */
+  private leaseSettings(): ShardLeaseSettings {
+    return { ...this.options.lease, ...this.assignedLease };
+  }
+
   /** The owner of this process's shard (lease and checkpoint head), in a sharded job. */
   private shardOwner(storage: CheckpointStorage, logger: Logger): ShardOwner | undefined {
     if (!(storage instanceof ShardCheckpointStorage)) return undefined;
-    const { record, ...timing } = { ...this.options.lease, ...this.assignedLease };
+    const { record, ...timing } = this.leaseSettings();
     const lease = new ShardLease(record ? record(storage.shard) : storage.leaseRecord(), timing);
     return new ShardOwner(lease, storage, logger);
   }

@@ -28,6 +28,8 @@ export interface ExecutionOptions {
   readonly channelCapacity: number;
   /** The restart strategy's longest delay, for sinks that check transaction timeouts. */
   readonly restartDelayMs: number;
+  /** In a sharded job, the lease duration: how long a lost shard waits for its successor. */
+  readonly takeoverMs?: number;
   readonly storage: CheckpointStorage;
   readonly logger: Logger;
   readonly listener: ExecutionListener;

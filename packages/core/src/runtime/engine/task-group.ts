@@ -251,6 +251,7 @@ export class TaskGroup {
         intervalMs: options.checkpoint.intervalMs,
         timeoutMs: options.checkpoint.timeoutMs,
         restartDelayMs: options.restartDelayMs,
+        ...(options.takeoverMs === undefined ? {} : { takeoverMs: options.takeoverMs }),
       },
     };
     const sink = createSink();
