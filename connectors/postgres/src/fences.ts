@@ -10,13 +10,18 @@
  * raised it: the raise (an UPDATE) waits until that transaction ends. A transaction the old
  * owner prepared keeps the lock, so the successor raises with a short `lock_timeout`, rolls
  * back the lingering prepared transactions again when it times out, and tries again: it
- * never waits for a transaction nobody will end. Without ownership (a job that is not
+ * never waits for a transaction nobody will end. One the old owner still has open (paused
+ * between its check and its PREPARE) ends with its session: after a rescale the successor
+ * holds no name lock of that index, so on a time-out it also ends the sessions named as this
+ * sink's for the other indexes it fences (only old owners hold those names: an index above
+ * the new parallelism belongs to no live subtask). Without ownership (a job that is not
  * sharded) nothing here runs: no table, no statement.
  */
 import { ShardFencedError, type ShardOwnership, TransientError } from "@exactly/core";
 import { ensureTable, FENCE_TABLE } from "./bookkeeping.ts";
 import { type PostgresConnection, sqlstateOf } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
+import { endEarlierOwners } from "./startup-checks.ts";
 
 /** How long one raise waits for a row lock before the lingering work is rolled back again. */
 const RAISE_LOCK_TIMEOUT_MS = 1000;
@@ -68,13 +73,17 @@ export class SinkFences {
 
   /**
    * Raises the fences of `indexes` to this epoch, in one transaction. A row lock held by a
-   * prepared transaction (an old owner's, prepared after `rollBackLingering` looked) makes the
-   * raise time out: `rollBackLingering` runs again and the raise is tried again.
+   * prepared transaction (an old owner's, prepared after `rollBackLingering` looked) or by an
+   * old owner's open one makes the raise time out: `rollBackLingering` runs again, the old
+   * owners' sessions of the indexes other than `own` are ended (`ended` hears of each), and
+   * the raise is tried again.
    */
   async raise(
     connection: PostgresConnection,
     indexes: readonly number[],
+    own: number,
     rollBackLingering: () => Promise<void>,
+    ended: (pid: number) => void,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -89,6 +98,7 @@ export class SinkFences {
           );
         }
         await rollBackLingering();
+        for (const index of indexes) if (index !== own) await endEarlierOwners(connection, this.sink, index, ended);
       }
     }
   }

@@ -266,9 +266,15 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     // the lock the raise waits for, so it is rolled back and the raise tried again.
     const fences = this.fences;
     if (fences) {
-      await fences.raise(this.openSession, fencedSubtaskIndexes(this.context), async () => {
-        rolledBack += await this.rollBackLingering(restored);
-      });
+      await fences.raise(
+        this.openSession,
+        fencedSubtaskIndexes(this.context),
+        restored.subtask,
+        async () => {
+          rolledBack += await this.rollBackLingering(restored);
+        },
+        (pid) => this.endedEarlierOwner(pid),
+      );
     }
     if (rolledBack > 0 || forgotten > 0) {
       this.context.logger.info(`rolled back ${rolledBack} lingering prepared transaction(s)`, {

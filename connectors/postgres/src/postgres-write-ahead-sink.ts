@@ -137,7 +137,13 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     // Restored logs are replayed and the lingering ones dropped: from now on an older owner's
     // commit under these indexes is refused (I9). The raise waits only for such a commit in
     // flight, an ordinary transaction, so nothing has to be rolled back for it.
-    await this.fences?.raise(await this.connection(), fenced, async () => {});
+    await this.fences?.raise(
+      await this.connection(),
+      fenced,
+      context.subtask,
+      async () => {},
+      (pid) => this.endedEarlierOwner(pid),
+    );
   }
 
   override isTransient(error: unknown): boolean {

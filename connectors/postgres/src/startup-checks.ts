@@ -138,7 +138,7 @@ export async function lockSinkName(
 }
 
 /** Ends the sessions named as this sink's session for `subtask` (other than this one); a name cut at 63 bytes is never taken for it. */
-async function endEarlierOwners(
+export async function endEarlierOwners(
   connection: PostgresConnection,
   sink: string,
   subtask: number,

@@ -230,7 +230,13 @@ describe("I9: the old owner read its fence, the successor raises it, the old own
     const oldFences = new SinkFences("public", name, { shard: { index: 0, count: 1 }, epoch: 1 });
     try {
       await oldFences.ensure(oldConnection);
-      await oldFences.raise(oldConnection, [0], async () => {});
+      await oldFences.raise(
+        oldConnection,
+        [0],
+        0,
+        async () => {},
+        () => {},
+      );
       await oldConnection.query("BEGIN");
       await oldConnection.query(`INSERT INTO "${table}" (id, key, version, payload) VALUES (7, 'k7', 1, 'p7')`);
       await oldFences.check(oldConnection, 0);
@@ -267,7 +273,13 @@ describe("I9: the old owner read its fence, the successor raises it, the old own
     const oldFences = new SinkFences("public", name, { shard: { index: 0, count: 1 }, epoch: 1 });
     try {
       await oldFences.ensure(oldConnection);
-      await oldFences.raise(oldConnection, [0], async () => {});
+      await oldFences.raise(
+        oldConnection,
+        [0],
+        0,
+        async () => {},
+        () => {},
+      );
       await oldConnection.query("BEGIN");
       await oldFences.check(oldConnection, 0);
       await oldConnection.query(`INSERT INTO "${table}" (id, key, version, payload) VALUES (7, 'k7', 1, 'p7')`);
@@ -285,6 +297,46 @@ describe("I9: the old owner read its fence, the successor raises it, the old own
         await successor.writeBatch(rows([1, 2]));
         await checkpoint(successor, 1);
         expect(await sorted(table)).toEqual([1, 2, 7]);
+      } finally {
+        await successor.close();
+      }
+    } finally {
+      await oldConnection.close();
+    }
+  });
+});
+
+describe("I9: an old owner paused between its check and its PREPARE", () => {
+  it("after a rescale its session still holds the fence row's share lock: the successor ends that session and opens, nothing of it shows", async () => {
+    const { table, name } = await fresh("paused");
+    const shared = await storage();
+    // The old owner of index 1 at epoch 1, named as its sink's session is, stopped right after its check.
+    const oldConnection = await connectPostgres(pgUrl(), `${name}:1`);
+    const oldFences = new SinkFences("public", name, { shard: { index: 0, count: 1 }, epoch: 1 });
+    try {
+      await oldFences.ensure(oldConnection);
+      await oldFences.raise(
+        oldConnection,
+        [1],
+        1,
+        async () => {},
+        () => {},
+      );
+      await oldConnection.query("BEGIN");
+      await oldConnection.query(`INSERT INTO "${table}" (id, key, version, payload) VALUES (7, 'k7', 1, 'p7')`);
+      await oldFences.check(oldConnection, 1);
+
+      // One subtask now, which fences index 1 too; it holds the name lock of index 0 only.
+      const successor = sinkOf("two-phase", table, name);
+      await successor.open(owned(2, shared, { subtask: 0, parallelism: 1, previousParallelism: 2 }));
+      try {
+        // Resumed, the old owner finds its session gone: it can neither prepare nor commit.
+        expect(await rejection(oldConnection.query(`PREPARE TRANSACTION '${name}:1:5'`))).toBeTruthy();
+        expect(await preparedUnder(pgUrl(), name)).toEqual([]);
+        expect(await sorted(table)).toEqual([]);
+        await successor.writeBatch(rows([1]));
+        await checkpoint(successor, 1);
+        expect(await sorted(table)).toEqual([1]);
       } finally {
         await successor.close();
       }
