@@ -254,13 +254,15 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
   }
 
   protected override async abortLingering(restored: LingeringContext<PostgresTransaction>): Promise<void> {
-    const connection = await this.commitConnection();
+    // In a sharded job on the session that holds the name lock, as rollBackLingering says.
+    const connection = this.fences ? this.openSession : await this.commitConnection();
     let rolledBack = await this.rollBackLingering(restored);
     // A fresh start numbers checkpoints from 1 again: older markers of these indexes would lie.
-    const forgotten =
-      restored.restoredCheckpointId === 0
-        ? await this.bookkeeping.forget(connection, "markers", this.sinkName, restored.ownsSubtaskIndex)
-        : 0;
+    let forgotten = 0;
+    if (restored.restoredCheckpointId === 0) {
+      await this.fences?.assertCurrent(connection, fencedSubtaskIndexes(this.context));
+      forgotten = await this.bookkeeping.forget(connection, "markers", this.sinkName, restored.ownsSubtaskIndex);
+    }
     // The last step of recovery, before the new transaction begins (I9): from now on an older
     // owner's transaction under these indexes is refused, and one it prepared meanwhile holds
     // the lock the raise waits for, so it is rolled back and the raise tried again.
@@ -285,13 +287,20 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     }
   }
 
-  /** Rolls back this sink's prepared transactions under owned indexes that no restored state references. */
+  /**
+   * Rolls back this sink's prepared transactions under owned indexes that no restored state
+   * references. In a sharded job on the session that holds the name lock, each after reading
+   * the fences again: an owner paused in its recovery past its successor's takeover finds its
+   * session ended, or the fences raised, and rolls back none of the successor's transactions.
+   */
   private async rollBackLingering(restored: LingeringContext<PostgresTransaction>): Promise<number> {
-    const connection = await this.commitConnection();
+    const fences = this.fences;
+    const connection = fences ? this.openSession : await this.commitConnection();
     const referenced = new Set(restored.referenced.flatMap((txn) => txn.gid ?? []));
     let rolledBack = 0;
     for (const prepared of await listPrepared(connection, this.sinkName)) {
       if (!restored.ownsSubtaskIndex(prepared.subtask) || referenced.has(prepared.gid)) continue;
+      await fences?.assertCurrent(connection, fencedSubtaskIndexes(this.context));
       await rollbackPrepared(connection, prepared.gid);
       rolledBack++;
     }

@@ -176,7 +176,16 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
       const index = key.slice(prefix.length);
       return /^\d+$/.test(index) && owns(Number(index));
     });
-    if (owned.length > 0) await this.open_.deleteKeys(owned);
+    if (owned.length === 0) return 0;
+    if (this.epoch === 0) await this.open_.deleteKeys(owned);
+    else {
+      // Sharded: only if no newer owner raised a fence meanwhile, checked in the same script (I9).
+      try {
+        await this.open_.runScript("forgetMarkers", [{ keys: owned, args: [this.epoch] }]);
+      } catch (error) {
+        throw fencedError(error, this.sinkName) ?? error;
+      }
+    }
     return owned.length;
   }
 

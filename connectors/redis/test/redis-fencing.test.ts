@@ -159,7 +159,7 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
     }
   });
 
-  it("the scripts themselves refuse an old owner's call that read the marker before the raise", async () => {
+  it("the scripts themselves refuse an old owner's call that read the marker before the raise, and its forgetting of markers", async () => {
     const target = targetOf();
     const prefix = prefixFor(target, "script", true);
     const successor = writeAhead(target, prefix);
@@ -182,6 +182,12 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
       expect(String(await rejection(write))).toContain("exactly: fenced: epoch 1 is below 2");
       expect(await walView(target, prefix)).toEqual({ total: 0, ids: [] });
       expect(await upsertedKeys(target, prefix)).toEqual([]);
+      // A fresh start's forgetting of markers, as an older owner paused in its open would send it.
+      await withRedis(target, (client) => client.hset(marker, "checkpoint", 4, "ops", 1, "done", 1));
+      const forget = port.runScript("forgetMarkers", [{ keys: [marker], args: [1] }]);
+      expect(String(await rejection(forget))).toContain("exactly: fenced: epoch 1 is below 2");
+      await port.runScript("forgetMarkers", [{ keys: [marker], args: [2] }]);
+      expect(await withRedis(target, (client) => client.hgetall(marker))).toEqual({ fence: "2" });
     } finally {
       await port.close();
       await successor.close();

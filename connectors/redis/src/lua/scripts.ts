@@ -137,5 +137,26 @@ end
 return raised
 `;
 
-export const SCRIPTS = { guardedUpsert: GUARDED_UPSERT, applyChunk: APPLY_CHUNK, raiseFences: RAISE_FENCES } as const;
+/**
+ * A fresh start's forgetting of write-ahead markers in a sharded job: KEYS are the markers,
+ * ARGV[1] the owner's epoch. If any marker's fence is above it, nothing is forgotten and the
+ * call is refused; else each marker loses its progress (checkpoint, ops, done) and keeps its
+ * fence. Returns how many were forgotten.
+ */
+const FORGET_MARKERS = `
+local epoch = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local fence = tonumber(redis.call('HGET', KEYS[i], 'fence') or '0')
+  if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+end
+for i = 1, #KEYS do redis.call('HDEL', KEYS[i], 'checkpoint', 'ops', 'done') end
+return #KEYS
+`;
+
+export const SCRIPTS = {
+  guardedUpsert: GUARDED_UPSERT,
+  applyChunk: APPLY_CHUNK,
+  raiseFences: RAISE_FENCES,
+  forgetMarkers: FORGET_MARKERS,
+} as const;
 export type ScriptName = keyof typeof SCRIPTS;
