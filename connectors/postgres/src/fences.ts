@@ -75,8 +75,8 @@ export class SinkFences {
    * Raises the fences of `indexes` to this epoch, in one transaction. A row lock held by a
    * prepared transaction (an old owner's, prepared after `rollBackLingering` looked) or by an
    * old owner's open one makes the raise time out: `rollBackLingering` runs again, the old
-   * owners' sessions of the indexes other than `own` are ended (`ended` hears of each), and
-   * the raise is tried again.
+   * owners' sessions of the indexes other than `own` (whose name lock the caller holds; none
+   * for a sink without one) are ended (`ended` hears of each), and the raise is tried again.
    */
   async raise(
     connection: PostgresConnection,
@@ -98,6 +98,8 @@ export class SinkFences {
           );
         }
         await rollBackLingering();
+        // Never an owner newer than this one: its sessions are left alone, and this one stops.
+        await this.assertCurrent(connection, indexes);
         for (const index of indexes) if (index !== own) await endEarlierOwners(connection, this.sink, index, ended);
       }
     }

@@ -15,7 +15,7 @@ export interface PostgresSinkOptions<T> {
    * sink's name in the job. Letters, digits, `_ . -`; unique per database (checked at open).
    */
   readonly name?: string;
-  /** Schema of the sink's own tables (markers, progress); default the table's schema. */
+  /** Schema of the sink's own tables (markers, progress, and in a sharded job fences); default the table's schema. */
   readonly bookkeepingSchema?: string;
   /** Rows buffered before they are written into the open transaction; default 10,000. */
   readonly flushRows?: number;

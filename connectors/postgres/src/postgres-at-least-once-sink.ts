@@ -2,12 +2,14 @@ import {
   type Batch,
   DeliveryGuarantee,
   FlushingSink,
+  fencedSubtaskIndexes,
   RecordWriteError,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
 import type { DeadLetterTable } from "./dead-letters.ts";
+import { SinkFences } from "./fences.ts";
 import { type PostgresSinkOptions, resolvePostgresOptions } from "./options.ts";
 import { pgConnect } from "./pg/pg-connection.ts";
 import { isTransientPostgresError, type PostgresConnection } from "./postgres-connection.ts";
@@ -17,34 +19,37 @@ import { checkTable } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 import { WriteOuts } from "./write-outs.ts";
 
-export type PostgresAtLeastOnceSinkOptions<T> = Omit<
-  PostgresSinkOptions<T>,
-  "name" | "bookkeepingSchema" | "nameLockWaitMs"
->;
+export type PostgresAtLeastOnceSinkOptions<T> = Omit<PostgresSinkOptions<T>, "name" | "nameLockWaitMs">;
 
 /**
  * The at-least-once Postgres sink: rows are written on the same bulk paths, each write-out
  * committed at once, and the barrier waits until everything before it is committed. A crash
  * replays what came after the last checkpoint, so appends may show duplicates (upserts
- * absorb them). No prepared transactions, no bookkeeping tables.
+ * absorb them). No prepared transactions, no bookkeeping tables; in a sharded job, the
+ * fences (`fences.ts`): an old owner's upsert after its successor's would leave a key at an
+ * older value for good, which no replay absorbs.
  */
 export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
   override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
   private readonly options: PostgresAtLeastOnceSinkOptions<T>;
   private readonly mapping: CompiledMapping<T>;
+  private readonly bookkeepingSchema: string;
   private readonly flushRows: number;
   private readonly rows: RowBuffer<T>;
   private readonly deadLetters: DeadLetterTable | undefined;
   private setAside: SetAside | undefined;
   private session: PostgresConnection | undefined;
   private readonly writeOuts = new WriteOuts();
+  /** In a sharded job: the fence every write-out checks, and the index it checks (I9). */
+  private fenced: { readonly fences: SinkFences; readonly subtask: number } | undefined;
 
   constructor(options: PostgresAtLeastOnceSinkOptions<T>) {
     super();
     this.options = options;
     const resolved = resolvePostgresOptions(options);
     this.mapping = resolved.mapping;
+    this.bookkeepingSchema = resolved.bookkeepingSchema;
     this.flushRows = resolved.flushRows;
     this.deadLetters = resolved.deadLetters;
     this.rows = new RowBuffer(this.mapping, this.deadLetters !== undefined);
@@ -62,6 +67,25 @@ export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
         logger: context.logger,
       };
     }
+    if (context.ownership) {
+      // Raised before the first write: nothing to recover first. The sink holds no name lock,
+      // so a paused old owner's session that keeps a fence row locked is ended on a time-out.
+      const fences = new SinkFences(this.bookkeepingSchema, context.sinkId, context.ownership);
+      await fences.ensure(this.session);
+      await fences.raise(
+        this.session,
+        fencedSubtaskIndexes(context),
+        -1,
+        async () => {},
+        (pid) =>
+          context.logger.warn("ended the session of an earlier owner of this shard that held the sink's fence", {
+            sink: context.sinkId,
+            subtask: context.subtask,
+            pid,
+          }),
+      );
+      this.fenced = { fences, subtask: context.subtask };
+    }
   }
 
   protected write(batch: Batch<T>): void | Promise<void> {
@@ -76,6 +100,8 @@ export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
     const rows = this.rows.take();
     await session.query("BEGIN");
     try {
+      // Under the fence's share lock: a newer owner's raise waits until this write-out ends.
+      await this.fenced?.fences.check(session, this.fenced.subtask);
       await writeRowsOrExplain(session, this.mapping, rows, this.setAside);
       await session.query("COMMIT");
     } catch (error) {

@@ -7,7 +7,14 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Batch, FileSystemCheckpointStorage, ShardFencedError, type Sink, type SinkContext } from "@exactly/core";
+import {
+  type Batch,
+  DeliveryGuarantee,
+  FileSystemCheckpointStorage,
+  ShardFencedError,
+  type Sink,
+  type SinkContext,
+} from "@exactly/core";
 import { pgUrl } from "@exactly/testkit/endpoints";
 import { uniqueName } from "@exactly/testkit/ids";
 import { sinkContext } from "@exactly/testkit/sink-context";
@@ -33,7 +40,7 @@ interface Row {
 }
 
 const KINDS = ["two-phase", "write-ahead"] as const;
-type Kind = (typeof KINDS)[number];
+type Kind = (typeof KINDS)[number] | "at-least-once";
 const tables: string[] = [];
 const names: string[] = [];
 
@@ -48,7 +55,7 @@ afterAll(async () => {
 async function fresh(label: string): Promise<{ table: string; name: string }> {
   const table = tableNameFor();
   tables.push(table);
-  await createRecordsTable(pgUrl(), table);
+  await createRecordsTable(pgUrl(), table, { uniqueId: true });
   const name = uniqueName(`fence-${label}`);
   names.push(name);
   return { table, name };
@@ -56,6 +63,16 @@ async function fresh(label: string): Promise<{ table: string; name: string }> {
 
 function sinkOf(kind: Kind, table: string, name: string, options: { bookkeepingSchema?: string } = {}): Sink<Row> {
   const mapping: TableMapping<Row> = { table, columns: [...RECORD_COLUMNS], write: "append" };
+  if (kind === "at-least-once") {
+    // Its fences and session go by the sink's name in the job.
+    return postgresSink<Row>({
+      connection: pgUrl(),
+      guarantee: DeliveryGuarantee.AT_LEAST_ONCE,
+      table: { ...mapping, write: { upsertOn: ["id"] } },
+      flushRows: 1,
+      ...options,
+    })();
+  }
   return postgresSink<Row>({
     connection: pgUrl(),
     exactlyOnce: kind,
@@ -346,29 +363,65 @@ describe("I9: an old owner paused between its check and its PREPARE", () => {
   });
 });
 
-describe("a job that is not sharded", () => {
-  it.each(KINDS)("%s: without ownership the sink issues no fence statement: no fence table appears", async (kind) => {
-    const { table, name } = await fresh(`plain-${kind}`);
-    const schema = uniqueName("fence_plain", "_").replaceAll("-", "_");
+describe("I9: the at-least-once sink", () => {
+  it("an old owner's upsert after the successor opened is refused with ShardFencedError: it cannot leave a key at an older value", async () => {
+    const table = tableNameFor();
+    tables.push(table);
+    await createRecordsTable(pgUrl(), table, { uniqueId: true });
+    const shared = await storage();
+    const old = sinkOf("at-least-once", table, "fenced");
+    await old.open(owned(1, shared));
+    await old.writeBatch(rows([1]));
+    await checkpoint(old, 1);
+
+    const successor = sinkOf("at-least-once", table, "fenced");
+    await successor.open(owned(2, shared, { restoredCheckpointId: 1 }));
     try {
-      const sink = sinkOf(kind, table, name, { bookkeepingSchema: schema });
-      await sink.open(sinkContext("plain", { storage: await storage() }));
-      try {
-        await sink.writeBatch(rows([1, 2]));
-        await checkpoint(sink, 1);
-      } finally {
-        await sink.close();
-      }
-      expect(await sorted(table)).toEqual([1, 2]);
-      const found = await withClient(pgUrl(), (c) =>
-        c.query("SELECT to_regclass($1) IS NOT NULL AS fences, to_regnamespace($2) IS NOT NULL AS schema", [
-          `"${schema}"."${FENCE_TABLE}"`,
-          `"${schema}"`,
-        ]),
+      await successor.writeBatch(rows([5]));
+      await checkpoint(successor, 2);
+      const failure = await rejection(
+        (async () => {
+          await old.writeBatch(rows([5, 6]));
+          await old.snapshotState(2);
+        })(),
       );
-      expect(found.rows[0]).toEqual({ fences: false, schema: true });
+      expect(causeOf(failure, ShardFencedError)?.epoch).toBe(1);
+      expect(await sorted(table)).toEqual([1, 5]);
     } finally {
-      await withClient(pgUrl(), (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+      await old.close();
+      await successor.close();
+      await withClient(pgUrl(), (c) => c.query(`DELETE FROM "public"."${FENCE_TABLE}" WHERE sink = 'fenced'`));
     }
   });
+});
+
+describe("a job that is not sharded", () => {
+  it.each([...KINDS, "at-least-once"] as const)(
+    "%s: without ownership the sink issues no fence statement: no fence table appears",
+    async (kind) => {
+      const { table, name } = await fresh(`plain-${kind}`);
+      const schema = uniqueName("fence_plain", "_").replaceAll("-", "_");
+      try {
+        const sink = sinkOf(kind, table, name, { bookkeepingSchema: schema });
+        await sink.open(sinkContext("plain", { storage: await storage() }));
+        try {
+          await sink.writeBatch(rows([1, 2]));
+          await checkpoint(sink, 1);
+        } finally {
+          await sink.close();
+        }
+        expect(await sorted(table)).toEqual([1, 2]);
+        const found = await withClient(pgUrl(), (c) =>
+          c.query("SELECT to_regclass($1) IS NOT NULL AS fences, to_regnamespace($2) IS NOT NULL AS schema", [
+            `"${schema}"."${FENCE_TABLE}"`,
+            `"${schema}"`,
+          ]),
+        );
+        // The exactly-once sinks made their marker or progress table there; the at-least-once sink made nothing.
+        expect(found.rows[0]).toEqual({ fences: false, schema: kind !== "at-least-once" });
+      } finally {
+        await withClient(pgUrl(), (c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+      }
+    },
+  );
 });
