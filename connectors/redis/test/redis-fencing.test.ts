@@ -13,7 +13,13 @@ import { redisClusterNodes, redisUrl } from "@exactly/testkit/endpoints";
 import { uniqueName } from "@exactly/testkit/ids";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { afterAll, describe, expect, it } from "vitest";
-import { connectRedis, type RedisOperation, RedisUpsertSink, RedisWriteAheadSink } from "../src/index.ts";
+import {
+  connectRedis,
+  RedisAtLeastOnceSink,
+  type RedisOperation,
+  RedisUpsertSink,
+  RedisWriteAheadSink,
+} from "../src/index.ts";
 import { deleteUnder, keysUnder, type RedisTarget, rejection, withRedis } from "./helpers.ts";
 
 interface Row {
@@ -62,6 +68,16 @@ const operations = (r: Row): RedisOperation[] => [
 
 function writeAhead(target: RedisTarget, prefix: string): Sink<Row> {
   return new RedisWriteAheadSink<Row>({ connection: target, keyPrefix: prefix, operations, name: "wal" });
+}
+
+/** The at-least-once sink, setting each record's key to its id. */
+function atLeastOnce(target: RedisTarget, prefix: string): Sink<Row> {
+  return new RedisAtLeastOnceSink<Row>({
+    connection: target,
+    keyPrefix: prefix,
+    operations: (r) => ({ op: "set", key: r.key, value: r.id }),
+    operationsPerFlush: 1,
+  });
 }
 
 function upsert(target: RedisTarget, prefix: string): Sink<Row> {
@@ -195,6 +211,34 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
     }
   });
 
+  it("at least once: the old owner's commands after the successor opened are refused in every slot's script; none shows", async () => {
+    const target = targetOf();
+    const prefix = prefixFor(target, "alo", false);
+    const old = atLeastOnce(target, prefix);
+    await old.open(owned(1, await storage()));
+    await old.writeBatch(rows([1]));
+    await checkpoint(old, 1);
+
+    const successor = atLeastOnce(target, prefix);
+    await successor.open(owned(2, await storage()));
+    try {
+      const failure = await rejection(
+        (async () => {
+          await old.writeBatch(rows(Array.from({ length: 20 }, (_v, i) => 100 + i)));
+          await old.snapshotState(2);
+        })(),
+      );
+      expect(causeOf(failure, ShardFencedError)?.epoch).toBe(1);
+      expect(await upsertedKeys(target, prefix)).toEqual(["k1"]);
+      await successor.writeBatch(rows([2]));
+      await checkpoint(successor, 1);
+      expect(await upsertedKeys(target, prefix)).toEqual(["k1", "k2"]);
+    } finally {
+      await old.close();
+      await successor.close();
+    }
+  });
+
   it.each(["write-ahead", "upsert"] as const)("%s: an owner older than the fence refuses to open", async (kind) => {
     const target = targetOf();
     const prefix = prefixFor(target, `late-${kind}`, true);
@@ -208,12 +252,12 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
     expect(causeOf(error, ShardFencedError)?.epoch).toBe(2);
   });
 
-  it.each(["write-ahead", "upsert"] as const)(
+  it.each(["write-ahead", "upsert", "at-least-once"] as const)(
     "%s: without ownership the sink writes no fence: no fence key or field appears",
     async (kind) => {
       const target = targetOf();
       const prefix = prefixFor(target, `plain-${kind}`, true);
-      const sink = kind === "write-ahead" ? writeAhead(target, prefix) : upsert(target, prefix);
+      const sink = { "write-ahead": writeAhead, upsert, "at-least-once": atLeastOnce }[kind](target, prefix);
       await sink.open({ ...sinkContext("plain"), storage: await storage() });
       try {
         await sink.writeBatch(rows([1, 2]));

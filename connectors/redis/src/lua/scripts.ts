@@ -153,7 +153,36 @@ for i = 1, #KEYS do redis.call('HDEL', KEYS[i], 'checkpoint', 'ops', 'done') end
 return #KEYS
 `;
 
+/**
+ * The at-least-once sink's commands in a sharded job, several per call, all keys in one slot.
+ * KEYS[1] is the fence hash of the slot, KEYS[2…] the commands' keys. ARGV: the owner's epoch,
+ * its subtask, then per command its name, its key's index in KEYS, its argument count and the
+ * arguments. A fence above the epoch refuses the call before anything is written (I9). As in
+ * a pipeline, a command the server refuses does not stop the others; the first refusal is
+ * returned at the end. Only the commands the sink encodes are allowed.
+ */
+const FENCED_COMMANDS = `
+local epoch = tonumber(ARGV[1])
+local fence = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0')
+if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+local allowed = { INCRBY = true, HINCRBY = true, RPUSH = true, LPUSH = true, SADD = true, ZADD = true, XADD = true, SET = true, HSET = true }
+local at = 3
+local failed = nil
+while at <= #ARGV do
+  local command = ARGV[at]
+  local key = KEYS[tonumber(ARGV[at + 1])]
+  local argc = tonumber(ARGV[at + 2])
+  if not allowed[command] then return redis.error_reply('exactly: command not allowed: ' .. command) end
+  local result = redis.pcall(command, key, unpack(ARGV, at + 3, at + 2 + argc))
+  if type(result) == 'table' and result.err and not failed then failed = result.err end
+  at = at + 3 + argc
+end
+if failed then return redis.error_reply(failed) end
+return 1
+`;
+
 export const SCRIPTS = {
+  fencedCommands: FENCED_COMMANDS,
   guardedUpsert: GUARDED_UPSERT,
   applyChunk: APPLY_CHUNK,
   raiseFences: RAISE_FENCES,
