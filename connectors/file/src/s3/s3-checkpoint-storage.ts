@@ -20,6 +20,7 @@ import {
 import {
   applyRetention,
   type CheckpointFolders,
+  COMMITTED,
   inspectFolders,
   listCompleted,
   loadLatest,
@@ -239,6 +240,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
       }
     }
     await applyRetention(this.folders, metadata.checkpointId, this.retained);
+  }
+
+  async markCommitted(checkpointId: number): Promise<void> {
+    await this.putObject(this.checkpointKey(checkpointId, COMMITTED), Buffer.alloc(0));
   }
 
   async discardCheckpoint(checkpointId: number): Promise<void> {
