@@ -6,6 +6,9 @@
 import type * as S3Connector from "@exactly/file/s3";
 import { loadConnector } from "./load-connector.ts";
 
+/** The help of `--s3-endpoint`, the one name every command gives the S3 server. */
+export const S3_ENDPOINT_HELP = "the S3-compatible server (default: $EXACTLY_S3_ENDPOINT, else AWS)";
+
 export type S3ConnectorModule = typeof S3Connector;
 
 /**

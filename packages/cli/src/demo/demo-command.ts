@@ -3,6 +3,7 @@
  * moments and restarts it (supervisor.ts), then reads the committed output back through the
  * `--sink` target (targets/) and counts lost and duplicated records.
  */
+import { rm } from "node:fs/promises";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import type { DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_SINKS, type DemoOptions, type DemoSinkName, type DemoSummary } from "./demo-options.ts";
@@ -78,6 +79,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     guarantee,
     out,
   });
+  // A temp directory of 30 MB a run is not left behind unasked: --out or --keep keeps it.
+  const outRemoved = options.out === undefined && options.keep !== true;
+  if (outRemoved) await rm(out, { recursive: true, force: true });
   return {
     ...check,
     sink,
@@ -99,6 +103,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     parallelism: options.parallelism,
     workers: run.workers,
     out,
+    outRemoved,
     ok:
       check.lost === 0 &&
       check.duplicated === 0 &&
@@ -130,8 +135,9 @@ function checkCounts(options: DemoOptions): void {
   for (const [name, value, min] of [
     ["--records", options.records, 1],
     ["--kills", options.kills, 0],
+    ["--rate", options.rate ?? 0, 0],
     ["--parallelism", options.parallelism, 1],
-    ["--workers", options.workers ?? 1, 0],
+    ["--workers", options.workers ?? 1, 1],
   ] as const) {
     if (!Number.isInteger(value) || value < min) {
       throw new ConfigurationError(name, `must be an integer ≥ ${min}, got ${value}`);

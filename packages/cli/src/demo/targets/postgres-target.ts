@@ -35,10 +35,10 @@ export const postgresTarget: DemoTarget<PostgresDemoSettings> = {
   sink: "postgres",
   flags: [
     { flags: "--pg-url <url>", description: "the Postgres server (default: $EXACTLY_PG_URL)" },
-    { flags: "--table <name>", description: "the table the demo creates fresh and appends to (default exactly_demo)" },
+    { flags: "--table <name>", description: "the table the demo creates fresh and appends to (default: exactly_demo)" },
     {
       flags: "--pg-sink <kind>",
-      description: "how exactly-once is kept: two-phase or write-ahead (default two-phase)",
+      description: "how exactly-once is kept: two-phase or write-ahead (default: two-phase)",
     },
   ],
   settings(options) {

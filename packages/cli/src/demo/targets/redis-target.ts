@@ -38,7 +38,7 @@ export const redisTarget: DemoTarget<RedisDemoSettings> = {
     { flags: "--redis-url <url>", description: "the Redis server (default: $EXACTLY_REDIS_URL)" },
     {
       flags: "--key-prefix <prefix>",
-      description: "prefix of every key the demo writes; cleared at start (default exactly-demo)",
+      description: "prefix of every key the demo writes; cleared at start (default: exactly-demo)",
     },
   ],
   settings(options) {

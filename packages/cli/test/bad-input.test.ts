@@ -1,0 +1,139 @@
+// Every command with a table of bad inputs (negative, zero, fractional, a missing value, an
+// unknown flag, a wrong path, a server nothing listens on): each is refused with exit code 2,
+// one line on stderr that points to the command's --help, nothing on stdout, and no hang (each
+// run is bounded; a refusal comes before anything runs, so each ends in well under a second).
+
+import { spawn } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { beforeAll, describe, expect, it } from "vitest";
+
+const cli = fileURLToPath(new URL("../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
+/** A run that reaches this is hanging: the process is killed and the case fails. */
+const BOUND_MS = 10_000;
+/** A port nothing listens on: a stopped server, as a client sees it. */
+const NOTHING_LISTENS = "127.0.0.1:1";
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly killed: boolean;
+}
+
+/** The command as its own process, without the server addresses of the environment (the table gives its own). */
+function exactly(args: readonly string[]): Promise<Run> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("EXACTLY_")));
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--conditions=@exactly/source", cli, ...args], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    let killed = false;
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      killed = true;
+      child.kill("SIGKILL");
+    }, BOUND_MS);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, killed });
+    });
+  });
+}
+
+let file: string;
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "exactly-bad-input-"));
+  file = join(dir, "a-file.txt");
+  await writeFile(file, "not a module, not a directory\n");
+});
+
+/** [command, bad input] → arguments; the paths are made in beforeAll. */
+const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
+  ["exactly", "unknown command", () => ["nope"]],
+  ["exactly", "unknown flag", () => ["--bogus"]],
+  ["demo", "negative --records", () => ["demo", "--records", "-1"]],
+  ["demo", "zero --records", () => ["demo", "--records", "0"]],
+  ["demo", "fractional --records", () => ["demo", "--records", "1.5"]],
+  ["demo", "missing --records value", () => ["demo", "--records"]],
+  ["demo", "negative --kills", () => ["demo", "--kills", "-1"]],
+  ["demo", "negative --rate", () => ["demo", "--rate", "-1"]],
+  ["demo", "fractional --rate", () => ["demo", "--rate", "0.5"]],
+  ["demo", "zero --workers", () => ["demo", "--workers", "0"]],
+  ["demo", "zero --parallelism", () => ["demo", "--parallelism", "0"]],
+  ["demo", "fractional --seed", () => ["demo", "--seed", "1.5"]],
+  ["demo", "--metrics-port out of range", () => ["demo", "--metrics-port", "70000"]],
+  ["demo", "unknown --sink", () => ["demo", "--sink", "nope"]],
+  ["demo", "unknown flag", () => ["demo", "--bogus"]],
+  ["demo", "-V, the program's flag", () => ["demo", "-V"]],
+  ["demo", "--out at a file", () => ["demo", "--out", file, "--records", "10"]],
+  ["demo kafka", "zero --records", () => ["demo", "kafka", "--records", "0"]],
+  ["demo kafka", "negative --kills", () => ["demo", "kafka", "--kills", "-2"]],
+  ["demo kafka", "a flag of the demo job", () => ["demo", "kafka", "--out", dir]],
+  ["demo kafka", "no broker", () => ["demo", "kafka"]],
+  ["run", "missing module", () => ["run"]],
+  ["run", "module that does not exist", () => ["run", join(dir, "nope.ts")]],
+  ["run", "negative --metrics-port", () => ["run", file, "--metrics-port", "-1"]],
+  ["run", "unknown --log-format", () => ["run", file, "--log-format", "yaml"]],
+  ["run", "missing --export value", () => ["run", file, "--export"]],
+  ["run", "unknown flag", () => ["run", file, "--bogus"]],
+  ["inspect", "missing location", () => ["inspect"]],
+  ["inspect", "location that does not exist", () => ["inspect", join(dir, "nope")]],
+  ["inspect", "location at a file", () => ["inspect", file]],
+  ["inspect", "unknown flag", () => ["inspect", dir, "--bogus"]],
+  ["lingering", "no kind", () => ["lingering"]],
+  ["lingering", "unknown kind", () => ["lingering", "nope"]],
+  ["lingering kafka", "no --brokers", () => ["lingering", "kafka", "--prefix", "p"]],
+  ["lingering kafka", "a stopped broker", () => ["lingering", "kafka", "--brokers", NOTHING_LISTENS, "--prefix", "p"]],
+  ["lingering kafka", "negative --older-than", () => ["lingering", "kafka", "--prefix", "p", "--older-than", "-1"]],
+  ["lingering kafka", "missing --prefix", () => ["lingering", "kafka", "--brokers", NOTHING_LISTENS]],
+  [
+    "lingering postgres",
+    "a stopped server",
+    () => ["lingering", "postgres", "--pg-url", `postgres://u@${NOTHING_LISTENS}/db`, "--sink", "s"],
+  ],
+  ["lingering postgres", "no --pg-url", () => ["lingering", "postgres", "--sink", "s"]],
+  [
+    "lingering s3",
+    "a stopped server",
+    () => ["lingering", "s3", "--s3-endpoint", `http://${NOTHING_LISTENS}`, "--bucket", "b"],
+  ],
+  ["lingering s3", "missing --bucket", () => ["lingering", "s3"]],
+  ["lingering file", "directory that does not exist", () => ["lingering", "file", "--directory", join(dir, "nope")]],
+  ["lingering file", "no --sink", () => ["lingering", "file", "--directory", dir]],
+  [
+    "lingering file",
+    "--checkpoints that do not exist",
+    () => ["lingering", "file", "--directory", dir, "--sink", "s", "--checkpoints", join(dir, "nope")],
+  ],
+  ["conformance", "missing module", () => ["conformance"]],
+  ["conformance", "module that does not exist", () => ["conformance", join(dir, "nope.ts")]],
+  ["conformance", "zero --repeat", () => ["conformance", file, "--repeat", "0"]],
+  ["conformance", "fractional --seed", () => ["conformance", file, "--seed", "0.5"]],
+];
+
+describe("every command refuses bad input: exit 2, one line pointing to --help, no hang", () => {
+  it.concurrent.each(table)("%s: %s", async (command, _input, args) => {
+    const run = await exactly(args());
+    expect(run.killed, `still running after ${BOUND_MS} ms`).toBe(false);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stdout).toBe("");
+    const lines = run.stderr.trimEnd().split("\n");
+    expect(lines, run.stderr).toHaveLength(1);
+    const help = command === "exactly" ? "exactly --help" : `exactly ${command} --help`;
+    expect(lines[0]).toMatch(/^error: /);
+    expect(lines[0]?.endsWith(`(see \`${help}\`)`), lines[0]).toBe(true);
+  });
+});
