@@ -164,7 +164,7 @@ export function formatInspection(location: string, reports: readonly CheckpointR
     // A committed checkpoint's transactions were pending at its barrier and committed since.
     const state = latest.committed ? "committed" : "pending";
     lines.push(
-      `  sink ${s.stage}/${s.subtask}: ${pending.length} ${state}${pending.length ? `: ${pending.join("; ")}` : ""}`,
+      `  sink ${s.stage}/${s.subtask}: ${pending.length ? `${pending.length} ${state}: ${pending.join("; ")}` : "nothing pending"}`,
     );
   }
   return lines.join("\n");
