@@ -140,7 +140,7 @@ export function buildProgram(): Command {
     });
   lingeringCommand(lingering, "s3", "open multipart uploads under an S3 file sink's prefix")
     .requiredOption("--bucket <name>", "the sink's bucket")
-    .option("--prefix <prefix>", "the sink's key prefix", "")
+    .addOption(new Option("--prefix <prefix>", "the sink's key prefix").default("", "none, the whole bucket"))
     .action(async (opts) => {
       process.exitCode = await runLingeringCommand(await s3Finder(opts), lingeringRun(opts));
     });

@@ -5,6 +5,7 @@
  */
 import { rm } from "node:fs/promises";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
+import { checkServer } from "../server-check.ts";
 import type { DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_SINKS, type DemoOptions, type DemoSinkName, type DemoSummary } from "./demo-options.ts";
 import { prepareOut, previousDemo } from "./demo-out.ts";
@@ -44,6 +45,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const sink = sinkOf(options.sink);
   const target = DEMO_TARGETS[sink];
   const settings = target.settings(options, await previousDemo(options.out));
+  const server = target.server?.(settings);
+  if (server) await checkServer(server);
   // A resumed run keeps what the earlier run committed: the check covers the whole history.
   const { dir: out, resumed } = await prepareOut(options.out, {
     records: options.records,

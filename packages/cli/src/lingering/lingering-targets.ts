@@ -8,7 +8,7 @@ import type * as KafkaConnector from "@exactly/kafka";
 import type * as PostgresConnector from "@exactly/postgres";
 import { loadConnector } from "../load-connector.ts";
 import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
-import { addressOf, checkServer, type ServerAddress } from "./server-check.ts";
+import { addressOf, checkAnyServer } from "../server-check.ts";
 
 function required(flag: string, value: string | undefined, what: string): string {
   if (!value) throw new ConfigurationError(flag, `is required: ${what}`);
@@ -50,21 +50,6 @@ export async function s3Finder(flags: {
   }
   const s3 = await loadS3Connector("exactly lingering s3");
   return withCredentialsHint(new s3.S3LingeringUploads({ bucket, prefix: flags.prefix ?? "", connection }));
-}
-
-/** Passes when one of the addresses accepts a connection (any bootstrap broker will do); unparsed ones are left to the client. */
-async function checkAnyServer(
-  setting: string,
-  what: string,
-  addresses: ReadonlyArray<ServerAddress | undefined>,
-): Promise<void> {
-  const known = addresses.filter((a): a is ServerAddress => a !== undefined);
-  if (known.length === 0) return;
-  try {
-    await Promise.any(known.map((address) => checkServer({ setting, what, address })));
-  } catch (error) {
-    throw (error as AggregateError).errors[0];
-  }
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
- * Before `exactly lingering` lists anything, it checks that the server answers, so a server
- * that is down or a mistyped address fails within seconds, naming the flag or variable to fix,
- * instead of after the client's own retries with the client's message.
+ * Before `exactly lingering` lists anything, and before the demo prepares a server it writes
+ * to, the command checks that the server accepts a connection: a server that is down or a
+ * mistyped address fails within seconds, naming the flag or variable to fix, instead of after
+ * the client's own retries with the client's message.
  */
 import { connect } from "node:net";
 import { ConfigurationError } from "@exactly/core";
@@ -54,6 +55,26 @@ export async function checkServer(server: ServerSetting): Promise<void> {
       { cause: error },
     );
   }
+}
+
+/** Passes when one of the addresses accepts a connection (any bootstrap broker will do); unparsed ones are left to the client. */
+export async function checkAnyServer(
+  setting: string,
+  what: string,
+  addresses: ReadonlyArray<ServerAddress | undefined>,
+): Promise<void> {
+  const known = addresses.filter((a): a is ServerAddress => a !== undefined);
+  if (known.length === 0) return;
+  try {
+    await Promise.any(known.map((address) => checkServer({ setting, what, address })));
+  } catch (error) {
+    throw (error as AggregateError).errors[0];
+  }
+}
+
+/** The server at `address`, or none when the address could not be read (then the client reports it). */
+export function serverAt(setting: string, what: string, address: ServerAddress | undefined): ServerSetting | undefined {
+  return address === undefined ? undefined : { setting, what, address };
 }
 
 /** `host:port` of a broker list's entry, or of a URL (postgres://, http(s)://), with the scheme's port by default. */
