@@ -13,7 +13,7 @@ import {
   FileSystemCheckpointStorage,
   type InspectedCheckpoint,
 } from "@exactly/core";
-import { CHECKPOINT_DIR } from "../demo/demo-job-config.ts";
+import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
 import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
 
 export interface InspectOptions {
@@ -172,11 +172,11 @@ export function formatInspection(location: string, reports: readonly CheckpointR
 
 /** What `inspect` says of a location that holds no checkpoint: where they usually are. */
 function noCheckpoints(location: string): string {
-  const nested = location.startsWith("s3://") ? undefined : join(location, CHECKPOINT_DIR);
+  const nested = location.startsWith("s3://") ? undefined : join(location, DEMO_CHECKPOINT_DIR);
   return [
     `no checkpoints at ${location}`,
     ...(nested && existsSync(nested) ? [`  ${nested} is there: exactly inspect ${nested}`] : []),
-    `  exactly demo keeps them in ${join("<its --out>", CHECKPOINT_DIR)} (the demo prints it);`,
+    `  exactly demo keeps them in ${join("<its --out>", DEMO_CHECKPOINT_DIR)} (the demo prints it);`,
     "  a job run with exactly run keeps them where its checkpoint.storage says (a directory, or s3://bucket/prefix)",
   ].join("\n");
 }
