@@ -171,6 +171,19 @@ export function buildProgram(): Command {
       if (outcome === "failed") process.exitCode = 1;
       else if (outcome === "inconclusive") process.exitCode = 3;
     });
+  // `exactly help <command>`, as commander's own, except that an unknown command is a usage
+  // error of one line, not the whole help.
+  program
+    .helpCommand(false)
+    .command("help")
+    .description("display help for command")
+    .argument("[command]")
+    .action((name: string | undefined) => {
+      if (name === undefined) program.help();
+      const command = program.commands.find((c) => c.name() === name);
+      if (!command) throw new ConfigurationError("exactly help", `unknown command '${name}'`);
+      command.help();
+    });
   return program;
 }
 
@@ -203,7 +216,9 @@ function usageLine(message: string, command: Command): string {
     .trim()
     .replace(/^error: /, "")
     .split("\n")[0];
-  return `error: ${first} (see \`${commandPath(command)} --help\`)`;
+  // `exactly help <command>` is about the program's commands: its help lists them.
+  const helped = command.name() === "help" && command.parent ? command.parent : command;
+  return `error: ${first} (see \`${commandPath(helped)} --help\`)`;
 }
 
 /**

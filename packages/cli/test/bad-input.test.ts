@@ -67,6 +67,7 @@ beforeAll(async () => {
 const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["exactly", "unknown command", () => ["nope"]],
   ["exactly", "unknown flag", () => ["--bogus"]],
+  ["exactly", "help of an unknown command", () => ["help", "nope"]],
   ["demo", "negative --records", () => ["demo", "--records", "-1"]],
   ["demo", "zero --records", () => ["demo", "--records", "0"]],
   ["demo", "fractional --records", () => ["demo", "--records", "1.5"]],
