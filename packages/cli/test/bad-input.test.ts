@@ -109,6 +109,11 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["inspect", "location that does not exist", () => ["inspect", join(dir, "nope")]],
   ["inspect", "location at a file", () => ["inspect", file]],
   ["inspect", "unknown flag", () => ["inspect", dir, "--bogus"]],
+  [
+    "inspect",
+    "an s3:// location on a stopped server",
+    () => ["inspect", "s3://b/p", "--s3-endpoint", `http://${NOTHING_LISTENS}`],
+  ],
   ["lingering", "no kind", () => ["lingering"]],
   ["lingering", "unknown kind", () => ["lingering", "nope"]],
   ["lingering kafka", "no --brokers", () => ["lingering", "kafka", "--prefix", "p"]],

@@ -14,7 +14,8 @@ import {
   type InspectedCheckpoint,
 } from "@exactly/core";
 import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
-import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
+import { loadS3Connector, s3ConnectionFromEnv, withS3CredentialsHint } from "../s3-connection.ts";
+import { addressOf, checkAnyServer } from "../server-check.ts";
 
 export interface InspectOptions {
   readonly json?: boolean;
@@ -52,7 +53,7 @@ export async function inspectCheckpoints(location: string, options: InspectOptio
     throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
   try {
     const now = Date.now();
-    return (await storage.inspect()).map((checkpoint) => report(checkpoint, now));
+    return (await withS3CredentialsHint(storage.inspect())).map((checkpoint) => report(checkpoint, now));
   } finally {
     (storage as { close?: () => void }).close?.();
   }
@@ -64,8 +65,14 @@ export async function openCheckpointStorage(
   options: { readonly s3Endpoint?: string },
 ): Promise<CheckpointStorage> {
   if (location.startsWith("s3://")) {
+    const connection = s3ConnectionFromEnv(options.s3Endpoint);
+    if (connection.endpoint) {
+      await checkAnyServer("--s3-endpoint (or $EXACTLY_S3_ENDPOINT)", "the S3 server", [
+        addressOf(connection.endpoint, 443),
+      ]);
+    }
     const s3 = await loadS3Connector("an s3:// checkpoint location");
-    return new s3.S3CheckpointStorage({ location, connection: s3ConnectionFromEnv(options.s3Endpoint) });
+    return new s3.S3CheckpointStorage({ location, connection });
   }
   // Read only: a mistyped path must not come back as an empty, newly made location.
   const found = await stat(location).catch(() => undefined);

@@ -7,7 +7,7 @@ import type * as FileConnector from "@exactly/file";
 import type * as KafkaConnector from "@exactly/kafka";
 import type * as PostgresConnector from "@exactly/postgres";
 import { loadConnector } from "../load-connector.ts";
-import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
+import { loadS3Connector, s3ConnectionFromEnv, withS3CredentialsHint } from "../s3-connection.ts";
 import { addressOf, checkAnyServer } from "../server-check.ts";
 
 function required(flag: string, value: string | undefined, what: string): string {
@@ -49,31 +49,14 @@ export async function s3Finder(flags: {
     ]);
   }
   const s3 = await loadS3Connector("exactly lingering s3");
-  return withCredentialsHint(new s3.S3LingeringUploads({ bucket, prefix: flags.prefix ?? "", connection }));
-}
-
-/**
- * The SDK's "Could not load credentials from any providers" and a key the server does not
- * know, as a ConfigurationError that says which variables give the credentials.
- */
-function withCredentialsHint(finder: LingeringWorkFinder): LingeringWorkFinder {
-  const list = finder.list.bind(finder);
-  finder.list = async () => {
-    try {
-      return await list();
-    } catch (error) {
-      const name = (error as { name?: string } | null)?.name ?? "";
-      if (["CredentialsProviderError", "InvalidAccessKeyId", "SignatureDoesNotMatch"].includes(name)) {
-        throw new ConfigurationError(
-          "S3 credentials",
-          `${(error as Error).message}: set $EXACTLY_S3_ACCESS_KEY and $EXACTLY_S3_SECRET_KEY (or AWS's own $AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY, $AWS_PROFILE), and --s3-endpoint for a server other than AWS`,
-          { cause: error },
-        );
-      }
-      throw error;
-    }
+  const uploads = new s3.S3LingeringUploads({ bucket, prefix: flags.prefix ?? "", connection });
+  return {
+    description: uploads.description,
+    list: () => withS3CredentialsHint(uploads.list()),
+    referencesIn: (state) => uploads.referencesIn(state),
+    abort: (work) => uploads.abort(work),
+    close: () => uploads.close(),
   };
-  return finder;
 }
 
 export async function fileFinder(flags: {
