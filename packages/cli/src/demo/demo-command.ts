@@ -3,7 +3,9 @@
  * moments and restarts it (supervisor.ts), then reads the committed output back through the
  * `--sink` target (targets/) and counts lost and duplicated records.
  */
+import { rm } from "node:fs/promises";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
+import { checkServer } from "../server-check.ts";
 import type { DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_SINKS, type DemoOptions, type DemoSinkName, type DemoSummary } from "./demo-options.ts";
 import { prepareOut, previousDemo } from "./demo-out.ts";
@@ -43,6 +45,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const sink = sinkOf(options.sink);
   const target = DEMO_TARGETS[sink];
   const settings = target.settings(options, await previousDemo(options.out));
+  const server = target.server?.(settings);
+  if (server) await checkServer(server);
   // A resumed run keeps what the earlier run committed: the check covers the whole history.
   const { dir: out, resumed } = await prepareOut(options.out, {
     records: options.records,
@@ -78,6 +82,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     guarantee,
     out,
   });
+  // A temp directory of 30 MB a run is not left behind unasked: --out or --keep keeps it.
+  const outRemoved = options.out === undefined && options.keep !== true;
+  if (outRemoved) await rm(out, { recursive: true, force: true });
   return {
     ...check,
     sink,
@@ -99,6 +106,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     parallelism: options.parallelism,
     workers: run.workers,
     out,
+    outRemoved,
     ok:
       check.lost === 0 &&
       check.duplicated === 0 &&
@@ -130,8 +138,9 @@ function checkCounts(options: DemoOptions): void {
   for (const [name, value, min] of [
     ["--records", options.records, 1],
     ["--kills", options.kills, 0],
+    ["--rate", options.rate ?? 0, 0],
     ["--parallelism", options.parallelism, 1],
-    ["--workers", options.workers ?? 1, 0],
+    ["--workers", options.workers ?? 1, 1],
   ] as const) {
     if (!Number.isInteger(value) || value < min) {
       throw new ConfigurationError(name, `must be an integer ≥ ${min}, got ${value}`);

@@ -1,8 +1,9 @@
 import type { CheckpointingMode, DeliveryGuarantee } from "@exactly/core";
+import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
 import type { DemoSinkName } from "./demo-options.ts";
 
 /** The hidden folder of the output directory that holds the checkpoints, unless a target keeps them elsewhere. */
-export const CHECKPOINT_DIR = ".checkpoints";
+export const CHECKPOINT_DIR = DEMO_CHECKPOINT_DIR;
 export const DEMO_JOB_NAME = "exactly-demo";
 
 /** What the demo job is built from: the command makes it, the worker process reads it as JSON. */

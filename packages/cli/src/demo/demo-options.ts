@@ -6,11 +6,17 @@ import type { OutputCheck } from "./verify-output.ts";
 export const DEMO_SINKS = ["file", "postgres", "redis", "s3"] as const;
 export type DemoSinkName = (typeof DEMO_SINKS)[number];
 
+/** The records the demo job generates without --records. */
+export const DEMO_DEFAULT_RECORDS = 1_000_000;
+
 export interface DemoOptions {
   readonly records: number;
   readonly kills: number;
   readonly seed: number;
+  /** Where the output goes, kept after the run; without it, a temp directory removed after the run unless `keep`. */
   readonly out?: string;
+  /** Keep the temp output directory (the one made without `out`) after the run. */
+  readonly keep?: boolean;
   readonly parallelism: number;
   /** Worker threads for the subtasks; default the machine's cores (at most the parallelism). */
   readonly workers?: number;
@@ -65,6 +71,8 @@ export interface DemoSummary extends OutputCheck {
   /** Worker threads the job ran on (1: one event loop). */
   readonly workers: number;
   readonly out: string;
+  /** `out` was removed after the check (a temp directory, without --keep). */
+  readonly outRemoved: boolean;
   readonly sink: DemoSinkName;
   /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
   readonly table?: string;

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { CHECKPOINT_DIR } from "./demo-job-config.ts";
 import type { DemoSummary } from "./demo-options.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
@@ -30,6 +32,12 @@ export function formatSummary(s: DemoSummary): string {
     ["peak RSS", `${s.peakRssMb} MB`],
     ["parallelism", `${s.parallelism} on ${s.workers === 1 ? "one event loop" : `${s.workers} worker threads`}`],
     ...DEMO_TARGETS[s.sink].rows(s),
+    [
+      "left behind",
+      s.outRemoved
+        ? `nothing: ${s.out} was removed after the check (--out <dir> or --keep keeps it)`
+        : `${s.out} (its checkpoints: exactly inspect ${join(s.out, CHECKPOINT_DIR)})`,
+    ],
   ];
   return formatRows(rows, s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE");
 }
