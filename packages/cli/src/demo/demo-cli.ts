@@ -70,7 +70,12 @@ export function addDemoCommands(program: Command): void {
         .choices(DEMO_SINKS)
         .default("file", "file"),
     )
-    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port);
+    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
+    .option(
+      "--shards <n>",
+      "run the job as n shard processes: kills restart a shard, one shard is paused past its lease and resumed, and the job is rescaled once",
+      integerAtLeast(1),
+    );
   const owned: Array<{ option: Option; owner: string }> = [];
   for (const target of Object.values(DEMO_TARGETS)) {
     for (const option of flagOptions(target.flags)) {

@@ -24,4 +24,7 @@ export interface DemoJobConfig {
   readonly metricsPort?: number;
   /** Worker threads (StreamJobOptions.workers); undefined for the machine's cores. */
   readonly workers?: number;
+  /** The shard this process runs (`exactly demo --shards N` runs N processes), and its lease. */
+  readonly shard?: { readonly index: number; readonly count: number };
+  readonly leaseMs?: number;
 }

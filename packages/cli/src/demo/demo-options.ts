@@ -47,6 +47,8 @@ export interface DemoOptions {
   readonly checkpoints?: string;
   /** Serve the job's metrics in Prometheus format on this port (`/metrics`), from the worker running it. */
   readonly metricsPort?: number;
+  /** Run the job as this many shard processes (shard-supervisor.ts). */
+  readonly shards?: number;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -86,5 +88,9 @@ export interface DemoSummary extends OutputCheck {
   readonly prefix?: string;
   readonly checkpointLocation?: string;
   readonly uploadsLeft?: number;
+  /** With --shards: the shard counts before and after the rescale, and the shard paused past its lease. */
+  readonly shards?: number;
+  readonly rescaledTo?: number;
+  readonly zombie?: { readonly shard: number; readonly resumed: boolean; readonly fenced: boolean };
   readonly ok: boolean;
 }

@@ -31,6 +31,20 @@ export function formatSummary(s: DemoSummary): string {
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],
     ["parallelism", `${s.parallelism} on ${s.workers === 1 ? "one event loop" : `${s.workers} worker threads`}`],
+    ...(s.shards === undefined
+      ? []
+      : ([
+          [
+            "shards",
+            `${s.shards} processes, rescaled to ${s.rescaledTo} (each restored its part of the old shards' checkpoints)`,
+          ],
+          [
+            "zombie",
+            `shard ${s.zombie?.shard} paused past its lease while a replacement took over, then resumed: ${
+              s.zombie?.fenced ? "fenced (its attempt refused), nothing of it visible" : "NOT seen fenced"
+            }`,
+          ],
+        ] as Array<[string, string]>)),
     ...DEMO_TARGETS[s.sink].rows(s),
     [
       "left behind",
