@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
-import { copyFile, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { fencedBlocks } from "./fixtures/guide-blocks.ts";
 import {
   bin,
   exec,
@@ -14,6 +15,36 @@ import {
   tarball,
   typeCheck,
 } from "./fixtures/packed-packages.ts";
+
+/**
+ * Runs docs/getting-started.md in a fresh folder: its first `sh` block (build and pack, in a
+ * clone of the repository) is what `packWorkspace` did already, so the tarballs of the
+ * packages it lists are put where it leaves them, `exactly-packs` next to the clone; every
+ * later block runs as written, in order, in one shell, a block headed with a file name
+ * (```ts job.ts) saved as that file where the shell is. Returns what the shell printed, and
+ * the folder it ended in: the user's project, with the TypeScript npm gives today.
+ */
+async function followGettingStarted(packs: string): Promise<{ stdout: string; project: string }> {
+  const blocks = fencedBlocks(await readFile(join(root, "docs/getting-started.md"), "utf8"));
+  const [pack, ...rest] = blocks.filter((b) => b.lang === "sh" || b.meta !== "");
+  expect(pack?.code).toContain("pnpm pack --pack-destination ../../../exactly-packs");
+  const listed = /for p in ([^;]+); do/.exec(pack?.code ?? "")?.[1]?.split(" ") ?? [];
+  expect(listed).toContain("packages/cli");
+  const folder = await mkdtemp(join(tmpdir(), "exactly-getting-started-"));
+  await mkdir(join(folder, "exactly-packs"));
+  for (const dir of listed) {
+    const name = dir.split("/").at(-1) as string;
+    await copyFile(tarball(packs, name), join(folder, "exactly-packs", `exactly-${name}-0.1.0.tgz`));
+  }
+  const script = rest
+    .map((b) => (b.lang === "sh" ? b.code : `cat > ${b.meta} <<'GETTING_STARTED_EOF'\n${b.code}GETTING_STARTED_EOF\n`))
+    .join("\n");
+  const { stdout } = await exec("bash", ["-euo", "pipefail", "-c", `${script}\necho "ended in $PWD"`], {
+    cwd: folder,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return { stdout, project: (/^ended in (.+)$/m.exec(stdout) as RegExpExecArray)[1] as string };
+}
 
 /** Packs the workspace packages as a release would, then installs them with npm outside the workspace. */
 describe("packages install alone", () => {
@@ -97,19 +128,21 @@ console.log(JSON.stringify(result));
     const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1) as string);
     expect(summary).toMatchObject({ records: 20000, committed: 20000, lost: 0, duplicated: 0, kills: 1, ok: true });
 
-    // docs/getting-started.md is this script: run as a new user would, in a fresh directory.
-    const guide = await mkdtemp(join(tmpdir(), "exactly-getting-started-"));
-    const started = await exec("bash", [join(root, "docs/getting-started/getting-started.sh")], {
-      cwd: guide,
-      env: {
-        ...process.env,
-        EXACTLY_PACKAGES: ["core", "file", "conformance", "cli"].map((p) => tarball(packs, p)).join(" "),
-      },
-    });
-    expect(started.stdout).toContain("orders written: 100000");
-    expect(started.stdout).toMatch(/latest complete: \d+/);
-    // The job shown in the guide type-checks against what the guide installs.
-    await typeCheck(join(guide, "my-pipeline"), "job.ts");
+    // docs/getting-started.md as a new user follows it, in a fresh folder outside the workspace.
+    const { stdout: started, project } = await followGettingStarted(packs);
+    expect(started).toMatch(/^\s*100000$/m); // cat out/*.jsonl | wc -l
+    expect(started).toMatch(/latest complete: \d+ \(a restart restores it; every sink committed it\)/);
+    expect(started).toMatch(/complete, final, committed/);
+    // The code of the conformance and operating guides type-checks there too, with that
+    // TypeScript and the tsconfig.json the guide gives (tsc checks every .ts file of the folder).
+    for (const file of [
+      "conformance/directory-sink.conformance.ts",
+      "operating/job-module.ts",
+      "operating/own-metrics.ts",
+    ]) {
+      await copyFile(join(root, "docs", file), join(project, file.split("/").at(-1) as string));
+    }
+    await exec("npx", ["tsc"], { cwd: project });
 
     // `exactly demo --kafka` runs the Kafka example, which the CLI does not depend on: without it, it says how to install it.
     const { EXACTLY_KAFKA_BROKERS: _brokers, ...noBroker } = process.env;

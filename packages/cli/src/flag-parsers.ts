@@ -1,10 +1,35 @@
-/** Parsers of flag values: commander reports what they refuse as a usage error (exit code 2). */
+/**
+ * Parsers of flag values, the one place a flag's value is checked: commander reports what they
+ * refuse as a usage error (one line, exit code 2, see main.ts), before the command runs.
+ * Every numeric flag of every command goes through {@link integerAtLeast}, {@link integer},
+ * {@link seconds} or {@link port}, so each refuses a bad value the same way.
+ */
+import { statSync } from "node:fs";
 import { InvalidArgumentError } from "commander";
 
+/** Strict number syntax: `Number("")` and `Number(" ")` are 0, and `1e3` or `0x10` are not what a user types for a count. */
+function numberOf(value: string): number {
+  return /^-?\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : Number.NaN;
+}
+
+/** Any integer (a seed). */
 export function integer(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
+  const n = numberOf(value);
+  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
   return n;
+}
+
+/**
+ * A parser of integers ≥ `min`: `--records` (1), `--kills` (0), `--workers` (1). Every count
+ * and size flag takes one, so a negative, zero or fractional value is refused alike.
+ */
+export function integerAtLeast(min: number): (value: string) => number {
+  return (value: string) => {
+    const n = numberOf(value);
+    if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
+    if (n < min) throw new InvalidArgumentError(`must be ≥ ${min}, got ${value}`);
+    return n;
+  };
 }
 
 export function logFormat(value: string): "text" | "json" {
@@ -13,13 +38,36 @@ export function logFormat(value: string): "text" | "json" {
 }
 
 export function seconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`not a number of seconds: ${value}`);
+  const n = numberOf(value);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError(`not a number of seconds ≥ 0: ${value}`);
+  return n;
+}
+
+/** A duration that must pass: more than 0 seconds. */
+export function positiveSeconds(value: string): number {
+  const n = numberOf(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError(`not a number of seconds > 0: ${value}`);
   return n;
 }
 
 export function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port: ${value}`);
+  const n = numberOf(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port (0 to 65535): ${value}`);
   return n;
+}
+
+/** A path to a file that exists (a job module, a conformance definition). */
+export function existingFile(value: string): string {
+  const found = statSync(value, { throwIfNoEntry: false });
+  if (!found) throw new InvalidArgumentError(`no such file: ${value}`);
+  if (!found.isFile()) throw new InvalidArgumentError(`not a file: ${value}`);
+  return value;
+}
+
+/** A path to a directory that exists: a tool that only reads must not take a mistyped path for an empty place. */
+export function existingDirectory(value: string): string {
+  const found = statSync(value, { throwIfNoEntry: false });
+  if (!found) throw new InvalidArgumentError(`no such directory: ${value}`);
+  if (!found.isDirectory()) throw new InvalidArgumentError(`not a directory: ${value}`);
+  return value;
 }

@@ -81,7 +81,29 @@ describe("exactly inspect", () => {
     const text = (await runExactly("inspect", location)).join("\n");
     expect(text).toContain(`latest complete: ${final.checkpointId}`);
     expect(text).toMatch(/1000\s+-\s+-\s+incomplete/);
-    expect(text).toMatch(/sink files\/0: \d+ pending/);
+    // The job ended cleanly: its final checkpoint's transactions were committed before it did,
+    // and the storage recorded that; the checkpoints before it say nothing of the kind.
+    expect(final.committed).toBe(true);
+    expect(final.sinks.flatMap((s) => s.pending).every((p) => p.committed)).toBe(true);
+    expect(reports.filter((r) => r.committed).map((r) => r.checkpointId)).toEqual([final.checkpointId]);
+    expect(text).toMatch(/complete, final, committed/);
+    // Its own transaction, if the final checkpoint carried records to the subtask, is committed.
+    expect(text).toMatch(/sink files\/0: (1 committed: checkpoint \d+|nothing pending)/);
+    expect(text).not.toMatch(/\d+ pending/);
+  });
+
+  it("says where checkpoints usually are, and exits 1, at a directory that holds none", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-inspect-empty-"));
+    await mkdir(join(out, ".checkpoints"));
+    const lines = await runExactly("inspect", out);
+    const code = process.exitCode;
+    process.exitCode = undefined;
+    expect(lines.join("\n")).toContain(`no checkpoints at ${out}`);
+    expect(lines.join("\n")).toContain(
+      `${join(out, ".checkpoints")} is there: exactly inspect ${join(out, ".checkpoints")}`,
+    );
+    expect(lines.join("\n")).toContain("exactly demo keeps them in <its --out>/.checkpoints");
+    expect(code).toBe(1);
   });
 
   it("refuses a location that is not a directory, naming it, rather than create it", async () => {

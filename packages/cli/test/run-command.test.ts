@@ -54,6 +54,9 @@ describe("exactly run", () => {
 
     const restored = await new FileSystemCheckpointStorage(join(dir, "checkpoints")).loadLatest();
     expect(restored?.metadata.final, "the last checkpoint is the final one a stop takes").toBe(true);
+    // Its commits were done before the process exited, and the storage says so for tools.
+    const inspected = await new FileSystemCheckpointStorage(join(dir, "checkpoints")).inspect();
+    expect(inspected.filter((c) => c.committed).map((c) => c.checkpointId)).toEqual([restored?.metadata.checkpointId]);
     // Every id the sources emitted up to the final checkpoint, once; none after it. Split s
     // of the generator emits s, s + splits, s + 2 × splits, …
     const positions = [...(restored?.states ?? [])]

@@ -38,7 +38,9 @@ export type ErrorCode =
   | "OFFSET_OUT_OF_RANGE"
   | "KAFKAJS_INTERNALS"
   // @exactly/postgres
-  | "ROW_REJECTED";
+  | "ROW_REJECTED"
+  // @exactly/cli: the demo job's process ended without finishing (not killed by the demo)
+  | "DEMO_FAILED";
 
 /**
  * A code outside {@link ErrorCode}, which a custom sink's error may carry. (`string & {}` keeps

@@ -7,6 +7,7 @@
 export {
   applyRetention,
   type CheckpointFolders,
+  COMMITTED,
   inspectFolders,
   listCompleted,
   loadCheckpoint,

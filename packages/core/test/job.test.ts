@@ -31,3 +31,13 @@ describe("StreamJob", () => {
     expect(store.prepared.size).toBe(0);
   });
 });
+
+describe("GeneratorSource", () => {
+  it("refuses a rate of 0 or less, which would allow no record and wait for ever", () => {
+    for (const ratePerSecond of [0, -1, Number.NaN]) {
+      expect(() => new GeneratorSource({ count: 10, ratePerSecond, generate: (i) => i })).toThrow(
+        "ratePerSecond: must be more than 0",
+      );
+    }
+  });
+});

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   CheckpointHead,
+  type ConfigurationError,
   FileConditionalRecord,
   GeneratorSource,
   type HeadState,
@@ -18,12 +19,35 @@ import {
   ShardLeaseLostError,
   type ShardSpec,
   StreamJob,
+  shardOfProcess,
   silentLogger,
   splitPerKey,
 } from "../src/index.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 const MAX_PARALLELISM = 128;
+
+describe("the shard of a process", () => {
+  it("comes from --shard k/N, EXACTLY_SHARD, or --shards N and a StatefulSet hostname name-k; anything else is refused naming the setting", () => {
+    expect(shardOfProcess({ shard: "1/3", hostname: "h" })).toEqual({ index: 1, count: 3 });
+    expect(shardOfProcess({ env: "2/3", hostname: "h" })).toEqual({ index: 2, count: 3 });
+    expect(shardOfProcess({ shards: 3, hostname: "exactly-job-2" })).toEqual({ index: 2, count: 3 });
+    expect(shardOfProcess({ hostname: "exactly-job-2" })).toBeUndefined();
+    const refused = (given: Parameters<typeof shardOfProcess>[0]) => {
+      try {
+        shardOfProcess(given);
+      } catch (error) {
+        return (error as ConfigurationError).setting;
+      }
+      return undefined;
+    };
+    expect(refused({ shards: 3, hostname: "worker" })).toBe("--shards");
+    expect(refused({ shards: 3, hostname: "exactly-job-3" })).toBe("--shards");
+    expect(refused({ shard: "3/3", hostname: "h" })).toBe("--shard");
+    expect(refused({ env: "0-3", hostname: "h" })).toBe("EXACTLY_SHARD");
+    expect(refused({ shard: "0/3", env: "0/3", hostname: "h" })).toBe("--shard");
+  });
+});
 
 describe("a shard lease", () => {
   it("is taken at once when nobody holds it or its owner released it, each owner at a higher epoch", async () => {

@@ -13,6 +13,11 @@ export interface TcpProxy {
   /** Ends every open connection at once (both sides), as a network cut does. */
   cutAll(): void;
   /**
+   * While down, every open connection is cut and every new one is closed as it arrives, as if
+   * the server were unreachable; up again, connections pass as before.
+   */
+  setDown(down: boolean): void;
+  /**
    * The next client → server chunk that contains `pattern` (text protocols), or that
    * `pattern` accepts (binary ones), is forwarded, then its connection is cut before the
    * answer can come back. Resolves when that happened.
@@ -28,6 +33,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   let latency = 0;
   let cuts = 0;
   let armed: { matches: (chunk: Buffer) => boolean; done: () => void } | undefined;
+  let down = false;
 
   /** Ends both sides; counted as a cut unless one side had closed by itself. */
   const cut = (pair: { client: Socket; upstream: Socket }, counted = true) => {
@@ -52,6 +58,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   };
 
   const server: Server = createServer((client) => {
+    if (down) {
+      cuts++;
+      client.destroy();
+      return;
+    }
     const upstream = connect(target.port, target.host);
     const pair = { client, upstream };
     pairs.add(pair);
@@ -90,6 +101,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     },
     cutAll() {
       for (const pair of [...pairs]) cut(pair);
+    },
+    setDown(value) {
+      down = value;
+      if (down) for (const pair of [...pairs]) cut(pair);
     },
     cutAfterRequest(pattern) {
       return new Promise<void>((resolve) => {

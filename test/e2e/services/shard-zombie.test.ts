@@ -2,97 +2,16 @@
 // process takes the shard at the next epoch and commits, and the old owner is resumed
 // (SIGCONT). Nothing the old owner does after the takeover may become visible: its
 // checkpoint head write is refused, so its sinks commit nothing, and the output stays exact.
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readdir, readFile } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { type CheckpointStorage, FileSystemCheckpointStorage, type HeadState } from "@exactly/core";
+import { type CheckpointStorage, FileSystemCheckpointStorage } from "@exactly/core";
 import { s3Config } from "@exactly/testkit/endpoints";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkpointsOf, KEYS } from "../fixtures/sharded-seq-job.ts";
-
-const cli = fileURLToPath(new URL("../fixtures/exactly-cli.ts", import.meta.url));
-const job = fileURLToPath(new URL("../fixtures/sharded-seq-job.ts", import.meta.url));
-const RECORDS = 24_000;
-
-interface Proc {
-  readonly child: ChildProcess;
-  stderr: string;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startShard(out: string, at: Location, args: string[], env: Record<string, string> = {}): Proc {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@exactly/source", "--disable-warning=ExperimentalWarning", cli, "run", job, ...args],
-    {
-      env: {
-        ...process.env,
-        SHARDED_JOB_OUT: out,
-        SHARDED_JOB_RECORDS: String(RECORDS),
-        SHARDED_JOB_RATE: "3000",
-        ...at.env,
-        ...env,
-      },
-      stdio: ["ignore", "ignore", "pipe"],
-    },
-  );
-  const proc: Proc = {
-    child,
-    stderr: "",
-    exited: new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal }))),
-  };
-  child.stderr?.on("data", (chunk) => {
-    proc.stderr += chunk;
-  });
-  return proc;
-}
-
-/** Where a run keeps its checkpoints: a folder of its output, or a fresh prefix of the test bucket. */
-interface Location {
-  readonly env: Record<string, string>;
-  readonly storage: CheckpointStorage;
-}
-
-/** The checkpoint head of shard 0 as it stands, or undefined before the first write. */
-async function head(at: Location): Promise<HeadState | undefined> {
-  return (await at.storage.scoped?.("shard-0").record?.<HeadState>("head").read())?.value;
-}
-
-async function until(what: string, check: () => Promise<boolean>, procs: Proc[]): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting until ${what}\n${procs.map((p) => p.stderr).join("\n---\n")}`);
-}
-
-/** Every record once, and each key's records numbered 1, 2, … with none missing or repeated. */
-async function expectExactOutput(out: string): Promise<void> {
-  const rows = await outputRows(out);
-  expect(rows.length).toBe(RECORDS);
-  expect(new Set(rows.map((r) => r.id)).size).toBe(RECORDS);
-  for (let key = 0; key < KEYS; key++) {
-    const seqs = rows
-      .filter((r) => r.key === key)
-      .map((r) => r.seq)
-      .sort((a, b) => a - b);
-    expect(seqs, `seq of key ${key}`).toEqual(seqs.map((_, i) => i + 1));
-  }
-}
-
-async function outputRows(out: string): Promise<Array<{ id: number; key: number; seq: number }>> {
-  const dir = join(out, "seq");
-  const rows: Array<{ id: number; key: number; seq: number }> = [];
-  for (const name of await readdir(dir)) {
-    if (name.startsWith(".")) continue;
-    for (const line of (await readFile(join(dir, name), "utf8")).split("\n")) if (line) rows.push(JSON.parse(line));
-  }
-  return rows;
-}
+import { expectExactOutput, head, type Location, type Proc, startShard, until } from "../fixtures/shard-processes.ts";
+import { checkpointsOf } from "../fixtures/sharded-seq-job.ts";
 
 const bucket = `exactly-shards-${randomBytes(4).toString("hex")}`;
 let s3: S3Client | undefined;

@@ -21,6 +21,7 @@ import {
 import {
   applyRetention,
   type CheckpointFolders,
+  COMMITTED,
   inspectFolders,
   listCompleted,
   loadCheckpoint,
@@ -242,6 +243,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
       }
     }
     await applyRetention(this.folders, metadata.checkpointId, this.retained);
+  }
+
+  async markCommitted(checkpointId: number): Promise<void> {
+    await this.putObject(this.checkpointKey(checkpointId, COMMITTED), Buffer.alloc(0));
   }
 
   async discardCheckpoint(checkpointId: number): Promise<void> {

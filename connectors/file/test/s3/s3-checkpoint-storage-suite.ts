@@ -74,6 +74,20 @@ export function s3CheckpointStorageSuite(server: string, s3Config: () => S3Confi
         storage.close();
       });
 
+      it("records a checkpoint as committed for tools, and retention removes the record with it", async () => {
+        const { location, open } = await fresh(1);
+        const storage = open();
+        await checkpointWith(storage, 1, { n: 1 });
+        await storage.markCommitted(1);
+        await checkpointWith(storage, 2, { n: 2 });
+        expect((await storage.inspect()).map((c) => [c.checkpointId, c.committed])).toEqual([[2, false]]);
+        await storage.markCommitted(2);
+        expect((await storage.inspect()).map((c) => [c.checkpointId, c.committed])).toEqual([[2, true]]);
+        const prefix = location.slice(`s3://${bucket}/`.length);
+        expect((await listKeys(await s3(), bucket, `${prefix}/`)).some((k) => k.includes("chk-1/"))).toBe(false);
+        storage.close();
+      });
+
       it("keeps a discarded checkpoint's id reserved", async () => {
         const { open } = await fresh();
         const storage = open();

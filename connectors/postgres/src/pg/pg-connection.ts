@@ -128,10 +128,15 @@ const LOGIN_REFUSED = new Set(["28P01", "28000", "3D000"]);
 
 /**
  * The error of a failed connect: a refused login as a ConfigurationError naming the
- * `connection` setting. The server's message names the role or database, never the password.
+ * `connection` setting, a server that cannot be reached as a TransientError saying so. The server's message names the role or database, never the password.
  */
 function connectError(error: unknown, connection: PgConnection): Error {
   const translated = translate(error, connection);
+  // It never connected: "connection lost" would send a reader looking for a dropped session.
+  if (translated instanceof TransientError) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new TransientError(`postgres: cannot connect: ${message}`, { cause: error });
+  }
   if (translated instanceof ServerError && LOGIN_REFUSED.has(translated.sqlstate))
     return new ConfigurationError(
       "connection",

@@ -6,23 +6,24 @@
 
 import { ConfigurationError } from "@exactly/core";
 import { type Command, Option } from "commander";
-import { integer, port } from "../flag-parsers.ts";
+import { integer, integerAtLeast, port } from "../flag-parsers.ts";
 import { runDemo } from "./demo-command.ts";
-import { DEMO_SINKS } from "./demo-options.ts";
+import { DEMO_DEFAULT_RECORDS, DEMO_SINKS } from "./demo-options.ts";
 import { formatSummary } from "./summary-printer.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 import { formatKafkaSummary, KAFKA_DEFAULT_EVENTS, KAFKA_FLAGS, runKafkaDemo } from "./targets/kafka-target.ts";
 
 /** Flags both demos take. */
-function sharedFlags(records: string): Option[] {
+function sharedFlags(records: { what: string; default: number }): Option[] {
   return [
-    new Option("--records <n>", records).argParser(integer),
-    new Option("--kills <k>", "SIGKILLs during the run").argParser(integer).default(3),
+    // The default is the command's own (demo or demo kafka), applied in its action: shown here only.
+    new Option("--records <n>", `${records.what} (default: ${records.default})`).argParser(integerAtLeast(1)),
+    new Option("--kills <k>", "SIGKILLs during the run").argParser(integerAtLeast(0)).default(3),
     new Option("--seed <s>", "seed of the kill plan (reproduces it)").argParser(integer),
-    new Option("--json", "print the summary as JSON on the last line").default(false),
+    new Option("--json", "print the summary as JSON on the last line"),
   ];
 }
-const SHARED = new Set(sharedFlags("").map((option) => option.attributeName()));
+const SHARED = new Set(sharedFlags({ what: "", default: 0 }).map((option) => option.attributeName()));
 
 function flagOptions(flags: typeof KAFKA_FLAGS): Option[] {
   return flags.map(({ flags: spelling, description }) => new Option(spelling, description));
@@ -37,35 +38,44 @@ export function addDemoCommands(program: Command): void {
   const demo = program
     .command("demo")
     .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output");
-  for (const option of sharedFlags("records to generate (default 1000000)")) demo.addOption(option);
+  for (const option of sharedFlags({ what: "records to generate", default: DEMO_DEFAULT_RECORDS })) {
+    demo.addOption(option);
+  }
   demo
-    .option("--out <dir>", "output directory (empty or new); default: a new temp directory")
-    .option("--parallelism <p>", "parallelism of every stage", integer, 2)
+    .option("--out <dir>", "output directory, empty or new, kept after the run (default: a temp directory, removed)")
+    .option("--keep", "keep the temp output directory after the run (the one used without --out)")
+    .addOption(new Option("--parallelism <p>", "parallelism of every stage").argParser(integerAtLeast(1)).default(2))
     .option(
       "--workers <n>",
-      "worker threads the subtasks run on (default: the machine's cores, at most --parallelism; 1: one event loop)",
-      integer,
+      "worker threads the subtasks run on, 1 for one event loop (default: the machine's cores, at most --parallelism)",
+      integerAtLeast(1),
     )
     .option(
       "--guarantee <g>",
       "exactly-once or at-least-once (default: exactly-once, or at-least-once with --checkpointing at-least-once)",
     )
-    .option(
-      "--checkpointing <mode>",
-      "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
-      "exactly-once",
+    .addOption(
+      new Option(
+        "--checkpointing <mode>",
+        "barrier alignment: exactly-once (aligned) or at-least-once (unaligned)",
+      ).default("exactly-once", "exactly-once"),
     )
     .option(
       "--rate <n>",
       "source records/s, 0 for unlimited (default: paced when --kills > 0, except with --checkpointing at-least-once)",
-      integer,
+      integerAtLeast(0),
     )
     .addOption(
       new Option("--sink <sink>", "where the demo job writes: rolling files in --out, or a server")
         .choices(DEMO_SINKS)
-        .default("file"),
+        .default("file", "file"),
     )
-    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port);
+    .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
+    .option(
+      "--shards <n>",
+      "run the job as n shard processes: kills restart a shard, one shard is paused past its lease and resumed, and the job is rescaled once",
+      integerAtLeast(1),
+    );
   const owned: Array<{ option: Option; owner: string }> = [];
   for (const target of Object.values(DEMO_TARGETS)) {
     for (const option of flagOptions(target.flags)) {
@@ -95,7 +105,14 @@ export function addDemoCommands(program: Command): void {
     .action(async (opts) => {
       if (opts.kafka) return kafkaDemo(opts);
       const seed = opts.seed ?? randomSeed();
-      const summary = await runDemo({ ...opts, records: opts.records ?? 1_000_000, seed, progress: true });
+      const summary = await runDemo({
+        ...opts,
+        records: opts.records ?? DEMO_DEFAULT_RECORDS,
+        seed,
+        json: opts.json === true,
+        keep: opts.keep === true,
+        progress: true,
+      });
       console.log(formatSummary(summary));
       if (opts.json) console.log(JSON.stringify(summary));
       if (!summary.ok) process.exitCode = 1;
@@ -106,7 +123,7 @@ export function addDemoCommands(program: Command): void {
     .description(
       "the Kafka window-sum job instead: Kafka in, event-time window sums, Kafka out, killed and checked the same way",
     );
-  for (const option of sharedFlags(`events to send (default ${KAFKA_DEFAULT_EVENTS})`)) kafka.addOption(option);
+  for (const option of sharedFlags({ what: "events to send", default: KAFKA_DEFAULT_EVENTS })) kafka.addOption(option);
   for (const option of flagOptions(KAFKA_FLAGS)) kafka.addOption(option);
   kafka.action(kafkaDemo);
 }

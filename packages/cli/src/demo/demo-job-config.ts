@@ -1,8 +1,9 @@
 import type { CheckpointingMode, DeliveryGuarantee } from "@exactly/core";
+import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
 import type { DemoSinkName } from "./demo-options.ts";
 
 /** The hidden folder of the output directory that holds the checkpoints, unless a target keeps them elsewhere. */
-export const CHECKPOINT_DIR = ".checkpoints";
+export const CHECKPOINT_DIR = DEMO_CHECKPOINT_DIR;
 export const DEMO_JOB_NAME = "exactly-demo";
 
 /** What the demo job is built from: the command makes it, the worker process reads it as JSON. */
@@ -23,4 +24,7 @@ export interface DemoJobConfig {
   readonly metricsPort?: number;
   /** Worker threads (StreamJobOptions.workers); undefined for the machine's cores. */
   readonly workers?: number;
+  /** The shard this process runs (`exactly demo --shards N` runs N processes), and its lease. */
+  readonly shard?: { readonly index: number; readonly count: number };
+  readonly leaseMs?: number;
 }

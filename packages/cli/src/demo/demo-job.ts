@@ -8,6 +8,7 @@ import {
   loadJob,
   StreamJob,
   smallInteger,
+  splitPerKey,
 } from "@exactly/core";
 import { CHECKPOINT_DIR, DEMO_JOB_NAME, type DemoJobConfig } from "./demo-job-config.ts";
 import type { DemoRecord } from "./demo-record.ts";
@@ -64,6 +65,8 @@ export function loadDemoJob(
   return loadJob(DEMO_JOB_MODULE, {
     params: params as unknown as Record<string, unknown>,
     runtime: { logger: runtime.logger, ...(runtime.metrics ? { metrics: runtime.metrics } : {}) },
+    ...(config.shard ? { shard: config.shard } : {}),
+    ...(config.leaseMs === undefined ? {} : { lease: { durationMs: config.leaseMs } }),
   });
 }
 
@@ -96,7 +99,11 @@ export default async function demoJob({ params, logger, metrics }: JobRuntime): 
       new GeneratorSource({
         name: "demo-generator",
         count: config.records,
-        splits: Math.max(4, config.parallelism),
+        // As shards, a lane per key, read by the subtask that owns the key: shards exchange
+        // no records, so each must read only the keys of its key groups (design §2, Shards).
+        ...(config.shard
+          ? { splits: config.keys, splitOwner: splitPerKey(job.maxParallelism) }
+          : { splits: Math.max(4, config.parallelism) }),
         ...(config.ratePerSecond ? { ratePerSecond: config.ratePerSecond } : {}),
         generate: (id) => {
           // A race between two threads may keep the lower of two values for a step: it is progress, not data.

@@ -6,11 +6,17 @@ import type { OutputCheck } from "./verify-output.ts";
 export const DEMO_SINKS = ["file", "postgres", "redis", "s3"] as const;
 export type DemoSinkName = (typeof DEMO_SINKS)[number];
 
+/** The records the demo job generates without --records. */
+export const DEMO_DEFAULT_RECORDS = 1_000_000;
+
 export interface DemoOptions {
   readonly records: number;
   readonly kills: number;
   readonly seed: number;
+  /** Where the output goes, kept after the run; without it, a temp directory removed after the run unless `keep`. */
   readonly out?: string;
+  /** Keep the temp output directory (the one made without `out`) after the run. */
+  readonly keep?: boolean;
   readonly parallelism: number;
   /** Worker threads for the subtasks; default the machine's cores (at most the parallelism). */
   readonly workers?: number;
@@ -41,6 +47,8 @@ export interface DemoOptions {
   readonly checkpoints?: string;
   /** Serve the job's metrics in Prometheus format on this port (`/metrics`), from the worker running it. */
   readonly metricsPort?: number;
+  /** Run the job as this many shard processes (shard-supervisor.ts). */
+  readonly shards?: number;
 }
 
 export interface DemoSummary extends OutputCheck {
@@ -65,6 +73,8 @@ export interface DemoSummary extends OutputCheck {
   /** Worker threads the job ran on (1: one event loop). */
   readonly workers: number;
   readonly out: string;
+  /** `out` was removed after the check (a temp directory, without --keep). */
+  readonly outRemoved: boolean;
   readonly sink: DemoSinkName;
   /** For --sink postgres: the table, the sink class, and prepared transactions of the demo left after it. */
   readonly table?: string;
@@ -78,5 +88,9 @@ export interface DemoSummary extends OutputCheck {
   readonly prefix?: string;
   readonly checkpointLocation?: string;
   readonly uploadsLeft?: number;
+  /** With --shards: the shard counts before and after the rescale, and the shard paused past its lease. */
+  readonly shards?: number;
+  readonly rescaledTo?: number;
+  readonly zombie?: { readonly shard: number; readonly resumed: boolean; readonly fenced: boolean };
   readonly ok: boolean;
 }

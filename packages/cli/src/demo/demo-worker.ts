@@ -33,6 +33,11 @@ const client = job.start({
   onRestart: ({ error }) => send({ type: "restarted", error: error instanceof Error ? error.message : String(error) }),
 });
 
+// SIGTERM is a graceful stop: a final checkpoint and its commit (the sharded demo's rescale).
+process.on("SIGTERM", () => {
+  client.stop().catch(() => {});
+});
+
 // The demo process is gone (killed with its terminal, or alone): stop at once, as a crash
 // would, so that a rerun of the demo on the same --out never runs beside this worker.
 let ending = false;

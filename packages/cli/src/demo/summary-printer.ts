@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { CHECKPOINT_DIR } from "./demo-job-config.ts";
 import type { DemoSummary } from "./demo-options.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
@@ -29,7 +31,27 @@ export function formatSummary(s: DemoSummary): string {
     ["records/s", `${s.recordsPerSecond}${s.ratePerSecond ? ` (source paced at ${s.ratePerSecond}/s)` : ""}`],
     ["peak RSS", `${s.peakRssMb} MB`],
     ["parallelism", `${s.parallelism} on ${s.workers === 1 ? "one event loop" : `${s.workers} worker threads`}`],
+    ...(s.shards === undefined
+      ? []
+      : ([
+          [
+            "shards",
+            `${s.shards} processes, rescaled to ${s.rescaledTo} (each restored its part of the old shards' checkpoints)`,
+          ],
+          [
+            "zombie",
+            `shard ${s.zombie?.shard} paused past its lease while a replacement took over, then resumed: ${
+              s.zombie?.fenced ? "fenced (its attempt refused), nothing of it visible" : "NOT seen fenced"
+            }`,
+          ],
+        ] as Array<[string, string]>)),
     ...DEMO_TARGETS[s.sink].rows(s),
+    [
+      "left behind",
+      s.outRemoved
+        ? `nothing: ${s.out} was removed after the check (--out <dir> or --keep keeps it)`
+        : `${s.out} (its checkpoints: exactly inspect ${join(s.out, CHECKPOINT_DIR)})`,
+    ],
   ];
   return formatRows(rows, s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE");
 }

@@ -3,11 +3,19 @@
  * with SIGKILL at the planned moments and starts it again, until one attempt finishes.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { ExactlyError } from "@exactly/core";
 import { siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
 import type { DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
+
+/** The demo job's process ended on its own without finishing: the job failed, or the process died. */
+export class DemoFailedError extends ExactlyError {
+  constructor(reason: string) {
+    super("DEMO_FAILED", `the demo job stopped without finishing: ${reason} (EXACTLY_DEMO_VERBOSE=1 prints its log)`);
+  }
+}
 
 export interface SupervisedRun {
   /** SIGKILLs delivered (a planned kill can miss a child that has just ended). */
@@ -113,7 +121,7 @@ export async function superviseDemo({ config, plan, resumed, progress }: Supervi
     }
     bar?.stop();
     const reason = outcome?.type === "failed" ? outcome.error : `exit code ${code}, signal ${signal}`;
-    throw new Error(`demo worker failed: ${reason}`);
+    throw new DemoFailedError(reason);
   }
   const elapsedSeconds = (Date.now() - startedAt) / 1000;
   bar?.update(config.records, { checkpoints: checkpointsBefore, killed, recoveries });

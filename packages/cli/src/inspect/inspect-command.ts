@@ -4,14 +4,18 @@
  * positions, and each sink subtask's pending transactions with their age and, where the
  * state records it, their transaction timeout.
  */
+import { existsSync } from "node:fs";
 import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import {
   type CheckpointStorage,
   ConfigurationError,
   FileSystemCheckpointStorage,
   type InspectedCheckpoint,
 } from "@exactly/core";
-import { loadS3Connector, s3ConnectionFromEnv } from "../s3-connection.ts";
+import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
+import { loadS3Connector, s3ConnectionFromEnv, withS3CredentialsHint } from "../s3-connection.ts";
+import { addressOf, checkAnyServer } from "../server-check.ts";
 
 export interface InspectOptions {
   readonly json?: boolean;
@@ -25,12 +29,16 @@ export interface PendingReport {
   readonly ageSeconds: number | null;
   readonly records: number | null;
   readonly transactionTimeoutMs: number | null;
+  /** Committed since: the checkpoint is marked committed (a final checkpoint after a clean stop or end). */
+  readonly committed: boolean;
 }
 
 export interface CheckpointReport {
   readonly checkpointId: number;
   readonly complete: boolean;
   readonly final: boolean;
+  /** Every sink committed it, as the storage records for a final checkpoint; false: not recorded. */
+  readonly committed: boolean;
   /** When the checkpoint completed (ISO 8601); null while incomplete. */
   readonly completedAt: string | null;
   /** Bytes of the task states; null while incomplete. */
@@ -45,7 +53,7 @@ export async function inspectCheckpoints(location: string, options: InspectOptio
     throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
   try {
     const now = Date.now();
-    return (await storage.inspect()).map((checkpoint) => report(checkpoint, now));
+    return (await withS3CredentialsHint(storage.inspect())).map((checkpoint) => report(checkpoint, now));
   } finally {
     (storage as { close?: () => void }).close?.();
   }
@@ -57,8 +65,14 @@ export async function openCheckpointStorage(
   options: { readonly s3Endpoint?: string },
 ): Promise<CheckpointStorage> {
   if (location.startsWith("s3://")) {
+    const connection = s3ConnectionFromEnv(options.s3Endpoint);
+    if (connection.endpoint) {
+      await checkAnyServer("--s3-endpoint (or $EXACTLY_S3_ENDPOINT)", "the S3 server", [
+        addressOf(connection.endpoint, 443),
+      ]);
+    }
     const s3 = await loadS3Connector("an s3:// checkpoint location");
-    return new s3.S3CheckpointStorage({ location, connection: s3ConnectionFromEnv(options.s3Endpoint) });
+    return new s3.S3CheckpointStorage({ location, connection });
   }
   // Read only: a mistyped path must not come back as an empty, newly made location.
   const found = await stat(location).catch(() => undefined);
@@ -78,7 +92,7 @@ function report(checkpoint: InspectedCheckpoint, now: number): CheckpointReport 
     const subtask = Number(taskKey.slice(slash + 1));
     const kind = metadata?.stages[stage]?.kind ?? guessKind(stage, state);
     if (kind === "source") sources.push({ stage, subtask, positions: state });
-    else if (kind === "sink") sinks.push({ stage, subtask, pending: pendingOf(state, now) });
+    else if (kind === "sink") sinks.push({ stage, subtask, pending: pendingOf(state, now, checkpoint.committed) });
   }
   const byTask = (a: { stage: string; subtask: number }, b: { stage: string; subtask: number }) =>
     a.stage === b.stage ? a.subtask - b.subtask : a.stage < b.stage ? -1 : 1;
@@ -88,6 +102,7 @@ function report(checkpoint: InspectedCheckpoint, now: number): CheckpointReport 
     checkpointId: checkpoint.checkpointId,
     complete: metadata !== undefined,
     final: metadata?.final === true,
+    committed: checkpoint.committed,
     completedAt: metadata ? new Date(metadata.timestamp).toISOString() : null,
     sizeBytes: metadata ? sizeBytes : null,
     sources,
@@ -102,7 +117,7 @@ function guessKind(stage: string, state: unknown): "source" | "sink" | "operator
 }
 
 /** The pending transactions of a two-phase-commit state, or the pending logs of a write-ahead one. */
-function pendingOf(state: unknown, now: number): PendingReport[] {
+function pendingOf(state: unknown, now: number, committed: boolean): PendingReport[] {
   const s = (state ?? {}) as {
     pending?: Array<{ checkpointId?: number; startedAt?: number; records?: number }>;
     transactionTimeoutMs?: number;
@@ -113,16 +128,22 @@ function pendingOf(state: unknown, now: number): PendingReport[] {
     ageSeconds: typeof p.startedAt === "number" ? (now - p.startedAt) / 1000 : null,
     records: typeof p.records === "number" ? p.records : null,
     transactionTimeoutMs: typeof s.transactionTimeoutMs === "number" ? s.transactionTimeoutMs : null,
+    committed,
   }));
 }
 
-/** A table of every checkpoint, then the sources and sinks of the latest complete one (what a restart restores). */
+/**
+ * A table of every checkpoint, then the sources and sinks of the latest complete one (what a
+ * restart restores). With none, where checkpoints usually are instead.
+ */
 export function formatInspection(location: string, reports: readonly CheckpointReport[]): string {
+  if (reports.length === 0) return noCheckpoints(location);
   const lines = [`checkpoints at ${location}: ${reports.length}`];
-  if (reports.length === 0) return lines.join("\n");
   lines.push(`  ${"id".padStart(6)}  ${"completed at".padEnd(24)}  ${"size".padStart(10)}  state`);
   for (const r of reports) {
-    const state = r.complete ? (r.final ? "complete, final" : "complete") : "incomplete";
+    const state = r.complete
+      ? [r.final ? "complete, final" : "complete", ...(r.committed ? ["committed"] : [])].join(", ")
+      : "incomplete";
     const size = r.sizeBytes === null ? "-" : `${r.sizeBytes} B`;
     lines.push(
       `  ${String(r.checkpointId).padStart(6)}  ${(r.completedAt ?? "-").padEnd(24)}  ${size.padStart(10)}  ${state}`,
@@ -133,7 +154,9 @@ export function formatInspection(location: string, reports: readonly CheckpointR
     lines.push("no complete checkpoint: a start begins from nothing");
     return lines.join("\n");
   }
-  lines.push(`latest complete: ${latest.checkpointId} (a restart restores it)`);
+  lines.push(
+    `latest complete: ${latest.checkpointId} (a restart restores it${latest.committed ? "; every sink committed it" : ""})`,
+  );
   for (const s of latest.sources) lines.push(`  source ${s.stage}/${s.subtask}: ${JSON.stringify(s.positions)}`);
   for (const s of latest.sinks) {
     const pending = s.pending.map((p) => {
@@ -145,9 +168,22 @@ export function formatInspection(location: string, reports: readonly CheckpointR
       const records = p.records === null ? "" : `, ${p.records} records`;
       return `checkpoint ${p.checkpointId} (${age}${records}${timeout})`;
     });
+    // A committed checkpoint's transactions were pending at its barrier and committed since.
+    const state = latest.committed ? "committed" : "pending";
     lines.push(
-      `  sink ${s.stage}/${s.subtask}: ${pending.length} pending${pending.length ? `: ${pending.join("; ")}` : ""}`,
+      `  sink ${s.stage}/${s.subtask}: ${pending.length ? `${pending.length} ${state}: ${pending.join("; ")}` : "nothing pending"}`,
     );
   }
   return lines.join("\n");
+}
+
+/** What `inspect` says of a location that holds no checkpoint: where they usually are. */
+function noCheckpoints(location: string): string {
+  const nested = location.startsWith("s3://") ? undefined : join(location, DEMO_CHECKPOINT_DIR);
+  return [
+    `no checkpoints at ${location}`,
+    ...(nested && existsSync(nested) ? [`  ${nested} is there: exactly inspect ${nested}`] : []),
+    `  exactly demo keeps them in ${join("<its --out>", DEMO_CHECKPOINT_DIR)} (the demo prints it);`,
+    "  a job run with exactly run keeps them where its checkpoint.storage says (a directory, or s3://bucket/prefix)",
+  ].join("\n");
 }

@@ -17,6 +17,7 @@
 import { createInterface } from "node:readline/promises";
 import { ConfigurationError, type LingeringWork, type LingeringWorkFinder } from "@exactly/core";
 import { openCheckpointStorage } from "../inspect/inspect-command.ts";
+import { withS3CredentialsHint } from "../s3-connection.ts";
 
 export interface LingeringOptions {
   /** A checkpoint location of the job (directory or s3://): what its checkpoints reference is spared or marked. */
@@ -97,7 +98,7 @@ async function checkpointReferences(finder: LingeringWorkFinder, options: Linger
     throw new ConfigurationError("--checkpoints", `${location}: this checkpoint storage cannot be read by tools`);
   }
   try {
-    const checkpoints = await storage.inspect();
+    const checkpoints = await withS3CredentialsHint(storage.inspect());
     // A mistyped location would make every pre-committed transaction look unreferenced.
     if (checkpoints.length === 0) {
       throw new ConfigurationError(

@@ -272,11 +272,26 @@ export class CheckpointCoordinator {
     const notification = this.notifyComplete(inFlight.checkpointId);
     if (inFlight.final) {
       await notification;
+      await this.recordFinalCommitted(inFlight.checkpointId);
       this.stop();
       this.finalDone?.();
       return;
     }
     this.scheduleNext();
+  }
+
+  /**
+   * The final checkpoint's commits are done: recorded in the storage for tools to read. Only
+   * informative (recovery commits a restored checkpoint either way), so a failure is a warning.
+   */
+  private async recordFinalCommitted(checkpointId: number): Promise<void> {
+    try {
+      await this.storage.markCommitted?.(checkpointId);
+    } catch (error) {
+      this.logger.warn(`checkpoint ${checkpointId}: could not record that it was committed`, {
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
   }
 
   /** Step 5: tells every task n is complete; reports when all sinks have committed it. */

@@ -7,6 +7,8 @@ import { CheckpointStorageError } from "../errors.ts";
 import type { CheckpointMetadata, InspectedCheckpoint, RestoredCheckpoint } from "./checkpoint-storage.ts";
 
 export const METADATA = "_metadata";
+/** Written into a complete checkpoint's folder once every sink committed it (`markCommitted`). */
+export const COMMITTED = "_committed";
 
 export interface CheckpointFolders {
   /** Ids of the folders that exist, ascending. */
@@ -85,7 +87,8 @@ export async function inspectFolders(folders: CheckpointFolders): Promise<Inspec
       }
       states.set(taskKey, { bytes: Buffer.byteLength(text), state: JSON.parse(text) as unknown });
     }
-    result.push({ checkpointId, metadata, states });
+    const committed = metadata !== undefined && (await folders.readText(checkpointId, COMMITTED)) !== undefined;
+    result.push({ checkpointId, metadata, states, committed });
   }
   return result;
 }

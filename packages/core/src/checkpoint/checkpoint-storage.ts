@@ -36,6 +36,12 @@ export interface InspectedCheckpoint {
   readonly metadata: CheckpointMetadata | undefined;
   /** For a complete checkpoint: each task's state and its size; empty otherwise. */
   readonly states: ReadonlyMap<string, { readonly bytes: number; readonly state: unknown }>;
+  /**
+   * Every sink committed it, as recorded by {@link CheckpointStorage.markCommitted}: true for
+   * the final checkpoint of a job that finished or stopped gracefully. False says nothing was
+   * recorded, not that the commit failed.
+   */
+  readonly committed: boolean;
 }
 
 export interface RestoredCheckpoint {
@@ -83,6 +89,13 @@ export interface CheckpointStorage {
   discardCheckpoint(checkpointId: number): Promise<void>;
   loadLatest(): Promise<RestoredCheckpoint | undefined>;
   listCompleted(): Promise<CheckpointMetadata[]>;
+  /**
+   * Records durably that every sink committed complete checkpoint `checkpointId`. The
+   * coordinator calls it for the final checkpoint, once its commits are done and before the job
+   * ends, so tools (`exactly inspect`) show that checkpoint's pending transactions as committed.
+   * Recovery never reads it: it commits a restored checkpoint's transactions either way.
+   */
+  markCommitted?(checkpointId: number): Promise<void>;
   /** Every checkpoint it holds, oldest first, read only (for `exactly inspect`). */
   inspect?(): Promise<InspectedCheckpoint[]>;
   /** A log store for one namespace (a sink id), kept beside the checkpoints. */

@@ -8,6 +8,7 @@ import { fsyncDirectory, isNotFound, writeAll, writeFileAtomic, writeFileDurable
 import {
   applyRetention,
   type CheckpointFolders,
+  COMMITTED,
   inspectFolders,
   listCompleted,
   loadCheckpoint,
@@ -91,6 +92,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await fsyncDirectory(dir);
     await writeFileAtomic(join(dir, METADATA), JSON.stringify(metadata));
     await applyRetention(this.folders, metadata.checkpointId, this.retained);
+  }
+
+  async markCommitted(checkpointId: number): Promise<void> {
+    await writeFileDurable(join(this.checkpointDir(checkpointId), COMMITTED), "");
   }
 
   async discardCheckpoint(checkpointId: number): Promise<void> {

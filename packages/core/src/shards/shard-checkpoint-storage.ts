@@ -129,6 +129,10 @@ export class ShardCheckpointStorage implements CheckpointStorage {
     return this.writer.discardCheckpoint(checkpointId);
   }
 
+  async markCommitted(checkpointId: number): Promise<void> {
+    await this.writer.markCommitted?.(checkpointId);
+  }
+
   /**
    * The checkpoint the head names (a metadata file the head does not name never completed),
    * if it was taken in this layout; otherwise this shard's part of the layout's base.

@@ -98,7 +98,9 @@ export class ShardLease {
       signal?.throwIfAborted();
       const startedAt = performance.now();
       const current = await this.record.read();
-      let take = current === undefined || current.value.released;
+      // Released, or last held by this very process (its renewals failed while the store was
+      // down): nobody else can own it under this owner's name, so no need to wait it out.
+      let take = current === undefined || current.value.released || current.value.owner === this.owner;
       if (current && !take) {
         if (watched?.version !== current.version) watched = { version: current.version, since: startedAt };
         else if (performance.now() - watched.since >= this.durationMs) take = true;
@@ -224,6 +226,12 @@ export class ShardLease {
     if (!held || this.lost) return;
     this.held = undefined;
     await this.record.replace(this.version, { ...held, released: true });
+  }
+
+  /** Lets go of the record's client (a Postgres connection keeps a process alive). */
+  async close(): Promise<void> {
+    this.stop();
+    await this.record.close?.();
   }
 
   private requireHeld(): LeaseState {

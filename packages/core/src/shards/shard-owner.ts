@@ -61,12 +61,16 @@ export class ShardOwner {
   /** Ends the ownership: released, so a successor starts at once. */
   async release(): Promise<void> {
     this.onLost = undefined;
-    await this.lease.release();
+    try {
+      await this.lease.release();
+    } finally {
+      await this.lease.close();
+    }
   }
 
   /** Stops renewing without releasing (a failed job: its lease runs out). */
-  stop(): void {
+  async stop(): Promise<void> {
     this.onLost = undefined;
-    this.lease.stop();
+    await this.lease.close().catch(() => {});
   }
 }

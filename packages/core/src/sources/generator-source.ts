@@ -9,7 +9,7 @@ export interface GeneratorSourceOptions<T> {
   readonly count?: number;
   /** Lanes the indexes are dealt over (index mod splits); the most useful parallelism. Default 4. */
   readonly splits?: number;
-  /** Records per second over all readers; undefined for as fast as possible. */
+  /** Records per second over all readers, more than 0; undefined for as fast as possible. */
   readonly ratePerSecond?: number;
   /** Turns an index into a record; must be deterministic, since a replay calls it again. */
   readonly generate: (index: number) => T;
@@ -34,6 +34,11 @@ export class GeneratorSource<T> implements Source<T> {
     requirePositiveInteger("splits", splits);
     if (options.count !== undefined && (!Number.isInteger(options.count) || options.count < 0)) {
       throw new ConfigurationError("count", "must be a non-negative integer");
+    }
+    // A rate of 0 or less would never allow a record: the reader would wait for ever.
+    const rate = options.ratePerSecond;
+    if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) {
+      throw new ConfigurationError("ratePerSecond", `must be more than 0 (or left out for no limit), got ${rate}`);
     }
   }
 

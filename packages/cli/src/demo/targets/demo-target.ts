@@ -12,6 +12,7 @@
  * Settings cross to the worker process as JSON, so they hold plain data only.
  */
 import type { CheckpointStorage, DeliveryGuarantee, SinkFactory } from "@exactly/core";
+import type { ServerSetting } from "../../server-check.ts";
 import type { DemoOptions, DemoSinkName, DemoSummary } from "../demo-options.ts";
 import type { DemoIdentity } from "../demo-out.ts";
 import type { DemoRecord } from "../demo-record.ts";
@@ -63,6 +64,8 @@ export interface DemoTarget<S extends object> {
   /** `previous`: the identity of the run in --out this one resumes, if any. */
   settings(options: DemoOptions, previous: DemoIdentity | undefined): S;
   identity(settings: S): Partial<DemoIdentity>;
+  /** The server the target writes to, checked before anything is prepared; none for files. */
+  server?(settings: S): ServerSetting | undefined;
   prepare(settings: S): Promise<void>;
   sinks(settings: S, run: DemoRun): Promise<Record<string, SinkFactory<DemoRecord>>>;
   /** Where the job keeps its checkpoints when not in --out; undefined for --out. */

@@ -4,6 +4,7 @@
  * target owns its flags, its run and its summary, and none of the demo job's steps.
  */
 import { ConfigurationError } from "@exactly/core";
+import { addressOf, checkAnyServer } from "../../server-check.ts";
 import { formatRows } from "../summary-printer.ts";
 import type { DemoFlag } from "./demo-target.ts";
 
@@ -94,6 +95,11 @@ export async function runKafkaDemo(options: KafkaDemoOptions): Promise<KafkaDemo
       "give the Kafka bootstrap servers (host:port,…) or set EXACTLY_KAFKA_BROKERS",
     );
   }
+  await checkAnyServer(
+    "--brokers (or $EXACTLY_KAFKA_BROKERS)",
+    "a Kafka broker",
+    options.brokers.map((broker) => addressOf(broker, 9092)),
+  );
   const result = await runWindowSum({
     brokers: options.brokers,
     events: options.records,

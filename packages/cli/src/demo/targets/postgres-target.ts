@@ -7,6 +7,7 @@
 import { ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import type * as PostgresConnector from "@exactly/postgres";
 import { loadConnector } from "../../load-connector.ts";
+import { addressOf, serverAt } from "../../server-check.ts";
 import type { DemoRecord } from "../demo-record.ts";
 import { RecordTally } from "../verify-output.ts";
 import type { DemoTarget } from "./demo-target.ts";
@@ -35,10 +36,10 @@ export const postgresTarget: DemoTarget<PostgresDemoSettings> = {
   sink: "postgres",
   flags: [
     { flags: "--pg-url <url>", description: "the Postgres server (default: $EXACTLY_PG_URL)" },
-    { flags: "--table <name>", description: "the table the demo creates fresh and appends to (default exactly_demo)" },
+    { flags: "--table <name>", description: "the table the demo creates fresh and appends to (default: exactly_demo)" },
     {
       flags: "--pg-sink <kind>",
-      description: "how exactly-once is kept: two-phase or write-ahead (default two-phase)",
+      description: "how exactly-once is kept: two-phase or write-ahead (default: two-phase)",
     },
   ],
   settings(options) {
@@ -51,6 +52,7 @@ export const postgresTarget: DemoTarget<PostgresDemoSettings> = {
     return { url, table: options.table ?? "exactly_demo", exactlyOnce };
   },
   identity: (target) => ({ table: target.table, pgSink: target.exactlyOnce }),
+  server: (target) => serverAt("--pg-url (or $EXACTLY_PG_URL)", "the Postgres server", addressOf(target.url, 5432)),
   prepare: prepareDemoTable,
   async sinks(target, run) {
     const { postgresSink } = await loadPostgresConnector();

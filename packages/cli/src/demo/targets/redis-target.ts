@@ -12,6 +12,7 @@
 import { ConfigurationError, DeliveryGuarantee, type SinkFactory } from "@exactly/core";
 import type * as RedisConnector from "@exactly/redis";
 import { loadConnector } from "../../load-connector.ts";
+import { addressOf, serverAt } from "../../server-check.ts";
 import type { DemoRecord } from "../demo-record.ts";
 import type { OutputCheck } from "../verify-output.ts";
 import type { DemoTarget } from "./demo-target.ts";
@@ -38,7 +39,7 @@ export const redisTarget: DemoTarget<RedisDemoSettings> = {
     { flags: "--redis-url <url>", description: "the Redis server (default: $EXACTLY_REDIS_URL)" },
     {
       flags: "--key-prefix <prefix>",
-      description: "prefix of every key the demo writes; cleared at start (default exactly-demo)",
+      description: "prefix of every key the demo writes; cleared at start (default: exactly-demo)",
     },
   ],
   settings(options) {
@@ -55,6 +56,7 @@ export const redisTarget: DemoTarget<RedisDemoSettings> = {
     return { url, keyPrefix };
   },
   identity: (target) => ({ keyPrefix: target.keyPrefix }),
+  server: (target) => serverAt("--redis-url (or $EXACTLY_REDIS_URL)", "the Redis server", addressOf(target.url, 6379)),
   prepare: clearDemoPrefix,
   sinks: (target, run) => redisDemoSinks(target, run.guarantee),
   async verify(target, run) {

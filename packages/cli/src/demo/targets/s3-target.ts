@@ -11,7 +11,8 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { type CheckpointStorage, ConfigurationError, type DeliveryGuarantee, type SinkFactory } from "@exactly/core";
 import type * as S3Connector from "@exactly/file/s3";
-import { loadS3Connector, s3ConnectionFromEnv } from "../../s3-connection.ts";
+import { loadS3Connector, S3_ENDPOINT_HELP, s3ConnectionFromEnv } from "../../s3-connection.ts";
+import { addressOf, serverAt } from "../../server-check.ts";
 import { CHECKPOINT_DIR } from "../demo-job-config.ts";
 import { type DemoRecord, demoRecordLine } from "../demo-record.ts";
 import { type OutputCheck, RecordTally } from "../verify-output.ts";
@@ -32,7 +33,7 @@ export interface S3DemoSettings {
 export const s3Target: DemoTarget<S3DemoSettings> = {
   sink: "s3",
   flags: [
-    { flags: "--s3-endpoint <url>", description: "the S3-compatible server (default: $EXACTLY_S3_ENDPOINT, else AWS)" },
+    { flags: "--s3-endpoint <url>", description: S3_ENDPOINT_HELP },
     { flags: "--bucket <name>", description: "the bucket the demo writes to; created if missing" },
     {
       flags: "--prefix <prefix>",
@@ -67,6 +68,10 @@ export const s3Target: DemoTarget<S3DemoSettings> = {
     prefix: target.prefix,
     ...(target.checkpoints ? { checkpoints: target.checkpoints } : {}),
   }),
+  server: (target) =>
+    target.connection.endpoint
+      ? serverAt("--s3-endpoint (or $EXACTLY_S3_ENDPOINT)", "the S3 server", addressOf(target.connection.endpoint, 443))
+      : undefined,
   prepare: prepareS3Prefix,
   sinks: (target, run) => s3DemoSinks(target, run.guarantee),
   checkpoints: s3DemoCheckpoints,

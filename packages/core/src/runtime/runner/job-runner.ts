@@ -102,7 +102,7 @@ export function startJob(
         const completed = execution?.checkpointsCompleted ?? 0;
         checkpoints += completed;
         if (cancelled || error instanceof ConfigurationError) {
-          owner?.stop();
+          await owner?.stop();
           throw error;
         }
         if (completed > 0 || Date.now() - startedAt >= resetAfter) backoff.progressed();
@@ -113,7 +113,7 @@ export function startJob(
         const kind = execution?.failureKindOf?.(error) ?? classifyFailure(error, hints, restart.classify);
         const decision = backoff.onFailure(kind);
         if (!decision.restart) {
-          owner?.stop();
+          await owner?.stop();
           throw new JobFailedError(attempt, error, decision.reason);
         }
         logger.warn(`job failed (${kind}), restarting from the latest checkpoint in ${decision.delayMs} ms`, {
