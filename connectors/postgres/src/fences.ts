@@ -16,12 +16,20 @@
  * sink's for the other indexes it fences (only old owners hold those names: an index above
  * the new parallelism belongs to no live subtask). Without ownership (a job that is not
  * sharded) nothing here runs: no table, no statement.
+ *
+ * Fences outlive the lease they came from: a job run again from a fresh checkpoint location
+ * starts a new lease at epoch 1, below the fences its earlier run left. The first owner of a
+ * lease (epoch 1) therefore takes fences above it for an earlier run's and lowers them when
+ * it raises; it still never ends a session while a fence is above it.
  */
 import { ShardFencedError, type ShardOwnership, TransientError } from "@exactly/core";
 import { ensureTable, FENCE_TABLE } from "./bookkeeping.ts";
 import { type PostgresConnection, sqlstateOf } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
 import { endEarlierOwners } from "./startup-checks.ts";
+
+/** The epoch of a new lease's first owner. */
+const FIRST_EPOCH = 1;
 
 /** How long one raise waits for a row lock before the lingering work is rolled back again. */
 const RAISE_LOCK_TIMEOUT_MS = 1000;
@@ -33,12 +41,15 @@ export class SinkFences {
   private readonly schema: string;
   private readonly sink: string;
   readonly epoch: number;
+  /** The first owner of a new lease: fences above it are an earlier run's (see above). */
+  private readonly first: boolean;
 
   constructor(schema: string, sink: string, ownership: ShardOwnership) {
     this.schema = schema;
     this.table = qualifiedName(schema, FENCE_TABLE);
     this.sink = sink;
     this.epoch = ownership.epoch;
+    this.first = ownership.epoch === FIRST_EPOCH;
   }
 
   ensure(connection: PostgresConnection): Promise<void> {
@@ -50,8 +61,13 @@ export class SinkFences {
     );
   }
 
-  /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already. */
+  /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already (never for the first owner). */
   async assertCurrent(connection: PostgresConnection, indexes: readonly number[]): Promise<void> {
+    if (!this.first) await this.assertNewest(connection, indexes);
+  }
+
+  /** Before ending another session: refuses if any of these fences is above this epoch, whoever this owner is. */
+  async assertNewest(connection: PostgresConnection, indexes: readonly number[]): Promise<void> {
     const { rows } = await connection.query(
       `SELECT subtask, epoch FROM ${this.table} WHERE sink = $1 AND subtask = ANY($2::int[]) AND epoch > $3`,
       [this.sink, indexes, this.epoch],
@@ -99,7 +115,7 @@ export class SinkFences {
         }
         await rollBackLingering();
         // Never an owner newer than this one: its sessions are left alone, and this one stops.
-        await this.assertCurrent(connection, indexes);
+        await this.assertNewest(connection, indexes);
         for (const index of indexes) if (index !== own) await endEarlierOwners(connection, this.sink, index, ended);
       }
     }
@@ -113,9 +129,10 @@ export class SinkFences {
         `INSERT INTO ${this.table} (sink, subtask, epoch) SELECT $1, i, $3 FROM unnest($2::int[]) AS i ON CONFLICT (sink, subtask) DO NOTHING`,
         [this.sink, indexes, this.epoch],
       );
-      // Only rows below this epoch are locked: an equal one (a restart at the same epoch) is left alone.
+      // Only rows below this epoch are locked: an equal one (a restart at the same epoch) is left
+      // alone. The first owner also lowers an earlier run's.
       await connection.query(
-        `UPDATE ${this.table} SET epoch = $3, raised_at = now() WHERE sink = $1 AND subtask = ANY($2::int[]) AND epoch < $3`,
+        `UPDATE ${this.table} SET epoch = $3, raised_at = now() WHERE sink = $1 AND subtask = ANY($2::int[]) AND ${this.first ? "epoch <> $3" : "epoch < $3"}`,
         [this.sink, indexes, this.epoch],
       );
       const { rows } = await connection.query(

@@ -123,15 +123,15 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     await fences?.ensure(session);
     // Before recovery touches anything: an owner older than the newest ends no session and
     // rolls nothing back.
-    const current = fences && (() => fences.assertCurrent(session, fencedSubtaskIndexes(this.context)));
+    const indexes = fencedSubtaskIndexes(this.context);
     await lockSinkName(
       session,
       this.sinkName,
       restored.subtask,
       this.nameLockWaitMs,
-      current && { check: current, ended: (pid) => this.endedEarlierOwner(pid) },
+      fences && { check: () => fences.assertNewest(session, indexes), ended: (pid) => this.endedEarlierOwner(pid) },
     );
-    await current?.();
+    await fences?.assertCurrent(session, indexes);
     await checkNameUnusedElsewhere(session, this.sinkName);
     await checkPreparedTransactions(session, restored.parallelism, this.maxPending);
     await checkTable(session, this.mapping);

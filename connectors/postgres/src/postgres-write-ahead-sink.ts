@@ -169,7 +169,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
           fences &&
             context && {
               // A newer owner's session is never ended: this one is fenced instead.
-              check: () => fences.assertCurrent(session, fencedSubtaskIndexes(context)),
+              check: () => fences.assertNewest(session, fencedSubtaskIndexes(context)),
               ended: (pid) => this.endedEarlierOwner(pid),
             },
         );

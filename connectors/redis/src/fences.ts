@@ -12,6 +12,10 @@
  * (`<keyPrefix>{<tag>}exactly-wal:<sink>:fences`, a field per subtask, the tag picked so the
  * hash lands in that slot), raised in all 16,384 at open; one hash does on a single server, or
  * when the prefix has a hash tag of its own.
+ *
+ * Fences outlive the lease they came from: a job run again from a fresh checkpoint location
+ * starts a new lease at epoch 1, below the fences its earlier run left, so the first owner of
+ * a lease (epoch 1) takes fences above it for an earlier run's and lowers them at its raise.
  */
 import { ConfigurationError, ShardFencedError } from "@exactly/core";
 import { hashTag, MARKER_NAMESPACE } from "./key-names.ts";

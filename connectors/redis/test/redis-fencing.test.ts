@@ -178,32 +178,34 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
   it("the scripts themselves refuse an old owner's call that read the marker before the raise, and its forgetting of markers", async () => {
     const target = targetOf();
     const prefix = prefixFor(target, "script", true);
+    // The successor at epoch 3, the old owner at 2 (epoch 1 is a new lease's first owner, which
+    // takes fences above it for an earlier run's).
     const successor = writeAhead(target, prefix);
-    await successor.open(owned(2, await storage()));
+    await successor.open(owned(3, await storage()));
     const upserter = upsert(target, prefix);
-    await upserter.open(owned(2, await storage()));
+    await upserter.open(owned(3, await storage()));
     const port = await connectRedis(target);
     try {
-      // The old owner's next call, exactly as its sink sends it: checkpoint 2, operations 0…0 of 1, epoch 1.
+      // The old owner's next call, exactly as its sink sends it: checkpoint 2, operations 0…0 of 1, epoch 2.
       const marker = `${prefix}exactly-wal:wal:0`;
       const apply = port.runScript("applyChunk", [
-        { keys: [marker, `${prefix}total`], args: [2, 0, 1, 1, 1, "INCRBY", 2, 1, 5] },
+        { keys: [marker, `${prefix}total`], args: [2, 0, 1, 1, 2, "INCRBY", 2, 1, 5] },
       ]);
-      expect(String(await rejection(apply))).toContain("exactly: fenced: epoch 1 is below 2");
-      // An upsert of subtask 0 at epoch 1, in the fence hash of its slot (the prefix's tag).
+      expect(String(await rejection(apply))).toContain("exactly: fenced: epoch 2 is below 3");
+      // An upsert of subtask 0 at epoch 2, in the fence hash of its slot (the prefix's tag).
       const fence = `${prefix}exactly-wal:fenced:fences`;
       const write = port.runScript("guardedUpsert", [
-        { keys: [fence, `${prefix}k9`, `${prefix}k9:exactly-version`], args: ["string", 0, 1, 0, 9, 1, "9"] },
+        { keys: [fence, `${prefix}k9`, `${prefix}k9:exactly-version`], args: ["string", 0, 2, 0, 9, 1, "9"] },
       ]);
-      expect(String(await rejection(write))).toContain("exactly: fenced: epoch 1 is below 2");
+      expect(String(await rejection(write))).toContain("exactly: fenced: epoch 2 is below 3");
       expect(await walView(target, prefix)).toEqual({ total: 0, ids: [] });
       expect(await upsertedKeys(target, prefix)).toEqual([]);
       // A fresh start's forgetting of markers, as an older owner paused in its open would send it.
       await withRedis(target, (client) => client.hset(marker, "checkpoint", 4, "ops", 1, "done", 1));
-      const forget = port.runScript("forgetMarkers", [{ keys: [marker], args: [1] }]);
-      expect(String(await rejection(forget))).toContain("exactly: fenced: epoch 1 is below 2");
-      await port.runScript("forgetMarkers", [{ keys: [marker], args: [2] }]);
-      expect(await withRedis(target, (client) => client.hgetall(marker))).toEqual({ fence: "2" });
+      const forget = port.runScript("forgetMarkers", [{ keys: [marker], args: [2] }]);
+      expect(String(await rejection(forget))).toContain("exactly: fenced: epoch 2 is below 3");
+      await port.runScript("forgetMarkers", [{ keys: [marker], args: [3] }]);
+      expect(await withRedis(target, (client) => client.hgetall(marker))).toEqual({ fence: "3" });
     } finally {
       await port.close();
       await successor.close();
@@ -251,6 +253,26 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
     await older.close();
     expect(causeOf(error, ShardFencedError)?.epoch).toBe(2);
   });
+
+  it.each(["write-ahead", "upsert", "at-least-once"] as const)(
+    "%s: a job run again from a fresh checkpoint location: its first owner (epoch 1) takes the earlier run's fences and lowers them",
+    async (kind) => {
+      const target = targetOf();
+      const prefix = prefixFor(target, `rerun-${kind}`, true);
+      const make = { "write-ahead": writeAhead, upsert, "at-least-once": atLeastOnce }[kind];
+      const earlier = make(target, prefix);
+      await earlier.open(owned(5, await storage()));
+      await earlier.close();
+      // The new run's lease starts again at 1: its owners at 1 and then 2 open and write.
+      for (const epoch of [1, 2]) {
+        const sink = make(target, prefix);
+        await sink.open(owned(epoch, await storage()));
+        await sink.writeBatch(rows([epoch]));
+        await checkpoint(sink, 1);
+        await sink.close();
+      }
+    },
+  );
 
   it.each(["write-ahead", "upsert", "at-least-once"] as const)(
     "%s: without ownership the sink writes no fence: no fence key or field appears",
