@@ -63,9 +63,18 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   }
 
   /** The layout this shard runs in: the current one, or a new one if the shard count changed (a rescale). */
-  async settleLayout(knownGeneration: number | undefined, log: (message: string) => void): Promise<ShardLayout> {
-    this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log);
+  async settleLayout(
+    knownGeneration: number | undefined,
+    log: (message: string) => void,
+    stopped: (layout: ShardLayout) => Promise<void>,
+  ): Promise<ShardLayout> {
+    this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log, stopped);
     return this.layout;
+  }
+
+  /** The lease record of shard `index` beside its checkpoints (the default lease store). */
+  leaseRecordOf(index: number): ConditionalRecord<LeaseState> {
+    return requireShardable(this.base.scoped(shardName({ index, count: index + 1 }))).record<LeaseState>("lease");
   }
 
   /** The epoch of the shard's head, if it has one: a new owner holds at least that. */
