@@ -101,6 +101,12 @@ export function buildProgram(): Command {
     .addOption(new Option("--export <name>", "the export that builds the job").default("default", "default"))
     .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
     .addOption(
+      new Option(
+        "--metrics-host <host>",
+        "the address the metrics server listens on (0.0.0.0: every interface)",
+      ).default("127.0.0.1", "127.0.0.1"),
+    )
+    .addOption(
       new Option("--log-format <format>", "text, or json (one object per line)")
         .argParser(logFormat)
         .default("text", "text"),
