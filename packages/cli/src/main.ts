@@ -13,7 +13,7 @@ import {
   positiveSeconds,
   seconds,
 } from "./flag-parsers.ts";
-import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
+import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
 import { fileFinder, kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runJobCommand } from "./run/run-command.ts";
@@ -131,6 +131,11 @@ export function buildProgram(): Command {
     .option("--s3-endpoint <url>", `for s3:// locations: ${S3_ENDPOINT_HELP}`)
     .option("--json", "print the checkpoints as JSON")
     .action(async (location: string, opts) => {
+      const sharded = await inspectShards(location, opts);
+      if (sharded) {
+        console.log(opts.json ? JSON.stringify(sharded, null, 2) : formatShards(location, sharded));
+        return;
+      }
       const reports = await inspectCheckpoints(location, opts);
       console.log(opts.json ? JSON.stringify(reports, null, 2) : formatInspection(location, reports));
       // 1: nothing to inspect there (formatInspection says where checkpoints usually are).
