@@ -42,6 +42,8 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   private epoch: number | undefined;
   private current: CheckpointStorage | undefined;
   private layout: ShardLayout | undefined;
+  /** Set once this owner's first checkpoint is complete and the folders of older epochs are gone. */
+  private olderEpochsRemoved = false;
   /** Asked before a checkpoint completes: throws when this process may no longer act as the owner. */
   private assertOwner: () => void = () => {};
 
@@ -92,6 +94,7 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   }
 
   enter(epoch: number): void {
+    if (this.epoch !== epoch) this.olderEpochsRemoved = false;
     this.epoch = epoch;
     this.current = this.own.scoped(`epoch-${epoch}`);
   }
@@ -132,6 +135,27 @@ export class ShardCheckpointStorage implements CheckpointStorage {
     });
     reachFault("before-checkpoint-head");
     await this.head.complete(metadata.checkpointId);
+    if (!this.olderEpochsRemoved) {
+      this.olderEpochsRemoved = true;
+      await this.removeOlderEpochs();
+    }
+  }
+
+  /**
+   * The head names a checkpoint of this epoch now: no restore reads an older epoch's folder
+   * again, and the ids of this epoch are above all of theirs. A storage without `removeScope`
+   * keeps them.
+   */
+  private async removeOlderEpochs(): Promise<void> {
+    if (!this.own.removeScope) return;
+    // A checkpoint the layout's base names stays: another new shard may not have restored it yet.
+    const kept = new Set(
+      (this.layout?.base ?? []).filter((b) => b.shard === this.shard.index).map((b) => `epoch-${b.epoch}`),
+    );
+    for (const scope of await this.own.scopes()) {
+      const epoch = EPOCH_SCOPE.exec(scope)?.[1];
+      if (epoch !== undefined && Number(epoch) < (this.epoch ?? 0) && !kept.has(scope)) await this.own.removeScope(scope);
+    }
   }
 
   discardCheckpoint(checkpointId: number): Promise<void> {
