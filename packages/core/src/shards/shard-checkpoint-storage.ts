@@ -154,7 +154,8 @@ export class ShardCheckpointStorage implements CheckpointStorage {
     );
     for (const scope of await this.own.scopes()) {
       const epoch = EPOCH_SCOPE.exec(scope)?.[1];
-      if (epoch !== undefined && Number(epoch) < (this.epoch ?? 0) && !kept.has(scope)) await this.own.removeScope(scope);
+      if (epoch !== undefined && Number(epoch) < (this.epoch ?? 0) && !kept.has(scope))
+        await this.own.removeScope(scope);
     }
   }
 
