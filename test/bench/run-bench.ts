@@ -188,6 +188,8 @@ const suites: Suite[] = [
       "at-least-once",
       "exactly-once (1 s), P=1",
       "exactly-once (1 s), P=2, 2 workers",
+      "exactly-once (1 s), 1 shard, P=1",
+      "exactly-once (1 s), 2 shards, P=1 each",
       "raw",
       "naive",
     ],
