@@ -4,7 +4,7 @@
  * raw-client baseline and to the naive exactly-once loop. Benchmarks are not tests: nothing
  * here asserts.
  *
- *   pnpm bench [--quick] [--only exchange|demo|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
+ *   pnpm bench [--quick] [--only exchange|demo|shards|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
  *              [--records N] [--demo-records N[,N…]] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
  *              [--redis-naive-records N] [--s3-mib N] [--no-recovery]
  *   pnpm bench --soak SECONDS [--rate N] [--out DIR]
@@ -156,6 +156,20 @@ const suites: Suite[] = [
       .map((n) => positive("--demo-records", n)),
   },
   {
+    // The job as shards (#39): × raw is over two independent P=1 processes on half the records
+    // each, the ceiling here, so for two shards it is what the lease, the checkpoint head and
+    // the lane-per-key input leave of it (target ≥ 0.95).
+    connector: "shards (demo job)",
+    script: fileURLToPath(new URL("./cases/demo-cases.ts", import.meta.url)),
+    cases: ["P=1", "1 shard, P=1", "2 processes, P=1 each", "2 shards, P=1 each"],
+    raw: "2 processes, P=1 each",
+    exactlyOnce: [],
+    paced: true,
+    sizes: count(values["demo-records"], sizes.demo)
+      .split(",")
+      .map((n) => positive("--demo-records", n)),
+  },
+  {
     connector: "file (local disk)",
     script: fileURLToPath(new URL("./cases/file-cases.ts", import.meta.url)),
     cases: ["exactly-once", "at-least-once", "raw", "naive"],
@@ -174,6 +188,8 @@ const suites: Suite[] = [
       "at-least-once",
       "exactly-once (1 s), P=1",
       "exactly-once (1 s), P=2, 2 workers",
+      "exactly-once (1 s), 1 shard, P=1",
+      "exactly-once (1 s), 2 shards, P=1 each",
       "raw",
       "naive",
     ],

@@ -13,7 +13,7 @@ import {
   positiveSeconds,
   seconds,
 } from "./flag-parsers.ts";
-import { formatInspection, inspectCheckpoints } from "./inspect/inspect-command.ts";
+import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
 import { fileFinder, kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runJobCommand } from "./run/run-command.ts";
@@ -101,6 +101,12 @@ export function buildProgram(): Command {
     .addOption(new Option("--export <name>", "the export that builds the job").default("default", "default"))
     .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
     .addOption(
+      new Option(
+        "--metrics-host <host>",
+        "the address the metrics server listens on (0.0.0.0: every interface)",
+      ).default("127.0.0.1", "127.0.0.1"),
+    )
+    .addOption(
       new Option("--log-format <format>", "text, or json (one object per line)")
         .argParser(logFormat)
         .default("text", "text"),
@@ -125,6 +131,11 @@ export function buildProgram(): Command {
     .option("--s3-endpoint <url>", `for s3:// locations: ${S3_ENDPOINT_HELP}`)
     .option("--json", "print the checkpoints as JSON")
     .action(async (location: string, opts) => {
+      const sharded = await inspectShards(location, opts);
+      if (sharded) {
+        console.log(opts.json ? JSON.stringify(sharded, null, 2) : formatShards(location, sharded));
+        return;
+      }
       const reports = await inspectCheckpoints(location, opts);
       console.log(opts.json ? JSON.stringify(reports, null, 2) : formatInspection(location, reports));
       // 1: nothing to inspect there (formatInspection says where checkpoints usually are).

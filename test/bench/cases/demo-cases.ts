@@ -3,7 +3,10 @@
  * parallelism 1, 2 and 4, on one event loop and on worker threads, beside the bare batched
  * loop that does the same work with no runtime (the ceiling of one thread), and two P=1
  * processes side by side on half the records each (the ceiling of P=2 on this machine's
- * cores: nothing crosses, nothing is shared). One case per child process:
+ * cores: nothing crosses, nothing is shared). And the job as shards (docs/design.md §2,
+ * Shards): one shard, and two shard processes side by side on the same records — each reads
+ * the keys of its key groups — beside that ceiling: what the lease, the checkpoint head and
+ * the lane-per-key input cost. One case per child process:
  *   node test/bench/cases/demo-cases.ts <case> <records> <dir>
  * CPU seconds and peak RSS are the whole process's, every thread included.
  */
@@ -20,7 +23,7 @@ const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string
 const records = Number(recordsArg);
 const KEYS = 1024;
 
-async function demo(parallelism: number, workers: number): Promise<void> {
+async function demo(parallelism: number, workers: number, shard?: { index: number; count: number }): Promise<void> {
   const job = await loadDemoJob(
     {
       records,
@@ -31,6 +34,7 @@ async function demo(parallelism: number, workers: number): Promise<void> {
       checkpointIntervalMs: Number(process.env.BENCH_INTERVAL_MS ?? 1000),
       keys: KEYS,
       ratePerSecond: pace.ratePerSecond,
+      ...(shard ? { shard, leaseMs: 2_000 } : {}),
     },
     { logger: silentLogger },
   );
@@ -60,10 +64,10 @@ async function bareLoop(): Promise<void> {
   report({ records, seconds: (performance.now() - started) / 1000, checkpointMs: [] });
 }
 
-/** The P=1 case in a child process of its own, on `count` records in `subdir`. */
-async function p1Process(count: number, subdir: string): Promise<CaseResult & { startedAt: number }> {
+/** A case in a child process of its own (P=1 by default), on `count` records in `subdir`. */
+async function p1Process(count: number, subdir: string, name = "P=1"): Promise<CaseResult & { startedAt: number }> {
   const spawnedAt = performance.now();
-  const args = [...process.execArgv, fileURLToPath(import.meta.url), "P=1", String(count), join(dir, subdir)];
+  const args = [...process.execArgv, fileURLToPath(import.meta.url), name, String(count), join(dir, subdir)];
   const result = await runCaseProcess(process.execPath, args, process.env, "a P=1 process");
   // Its startup counts from its own start, which is about when it was spawned.
   return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
@@ -78,7 +82,17 @@ async function p1Process(count: number, subdir: string): Promise<CaseResult & { 
  */
 async function twoProcesses(): Promise<void> {
   const half = Math.ceil(records / 2);
-  const results = await Promise.all([p1Process(half, "process-0"), p1Process(records - half, "process-1")]);
+  await reportTogether([p1Process(half, "process-0"), p1Process(records - half, "process-1")]);
+}
+
+/** Shard 0 and shard 1 of 2 at once, in one checkpoint location and output, each on its half of the keys. */
+async function twoShards(): Promise<void> {
+  await reportTogether([p1Process(records, "job", "shard 0/2"), p1Process(records, "job", "shard 1/2")]);
+}
+
+/** Processes run at once, as one case: from the first one's records flowing to the last one's last commit. */
+async function reportTogether(runs: ReadonlyArray<Promise<CaseResult & { startedAt: number }>>): Promise<void> {
+  const results = await Promise.all(runs);
   const start = Math.min(...results.map((r) => r.startedAt));
   const end = Math.max(...results.map((r) => r.startedAt + r.seconds * 1000));
   reportResult({
@@ -99,6 +113,10 @@ const cases: Record<string, () => Promise<void>> = {
   "P=4, 2 workers": () => demo(4, 2),
   "bare batched loop": bareLoop,
   "2 processes, P=1 each": twoProcesses,
+  "1 shard, P=1": () => demo(1, 1, { index: 0, count: 1 }),
+  "2 shards, P=1 each": twoShards,
+  "shard 0/2": () => demo(1, 1, { index: 0, count: 2 }),
+  "shard 1/2": () => demo(1, 1, { index: 1, count: 2 }),
 };
 const run = cases[name];
 if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);

@@ -6,16 +6,27 @@
  */
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee, loadJob, silentLogger } from "@exactly/core";
 import kafkajs from "kafkajs";
-import { benchRecord, executeAndReport, report, resuming, runId } from "../bench-protocol.ts";
-import type { KafkaBenchParams } from "./kafka-job.ts";
+import {
+  benchRecord,
+  type CaseResult,
+  executeAndReport,
+  report,
+  reportResult,
+  resuming,
+  runCaseProcess,
+  runId,
+} from "../bench-protocol.ts";
+import { benchShard, type KafkaBenchParams } from "./kafka-job.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const brokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",");
 const input = process.env.BENCH_KAFKA_INPUT as string;
-const output = `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${runId(dir)}`;
+// Shards of one case write one topic: the case that starts them names it.
+const output = process.env.BENCH_KAFKA_OUTPUT ?? `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${runId(dir)}`;
 const kafka = new kafkajs.Kafka({ clientId: "exactly-bench", brokers, logLevel: kafkajs.logLevel.NOTHING });
 const PARTITIONS = 4;
 
@@ -35,11 +46,46 @@ async function framework(
 ): Promise<void> {
   await createOutput();
   const params: KafkaBenchParams = { name, brokers, input, output, dir, guarantee, intervalMs, parallelism, workers };
+  const shard = benchShard();
   const job = await loadJob(new URL("./kafka-job.ts", import.meta.url), {
     params: params as unknown as Record<string, unknown>,
     runtime: { logger: silentLogger },
+    ...(shard ? { shard, lease: { durationMs: 10_000 } } : {}),
   });
   await executeAndReport(job, records);
+}
+
+/**
+ * The job as two shard processes at once, each reading the input partitions of its subtask
+ * into the one output topic: from the first one's records flowing to the last one's last
+ * commit, CPU and peak RSS summed over both.
+ */
+async function twoShards(): Promise<void> {
+  await createOutput();
+  const shard = async (k: number) => {
+    const spawnedAt = performance.now();
+    const env = { ...process.env, BENCH_SHARD: `${k}/2`, BENCH_KAFKA_OUTPUT: output };
+    const args = [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      "exactly-once (1 s), shard",
+      String(records),
+      `${dir}`,
+    ];
+    const result: CaseResult = await runCaseProcess(process.execPath, args, env, `shard ${k} of 2`);
+    return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
+  };
+  const results = await Promise.all([shard(0), shard(1)]);
+  const start = Math.min(...results.map((r) => r.startedAt));
+  const end = Math.max(...results.map((r) => r.startedAt + r.seconds * 1000));
+  reportResult({
+    records,
+    seconds: (end - start) / 1000,
+    checkpointMs: results.flatMap((r) => r.checkpointMs),
+    commitMs: results.flatMap((r) => r.commitMs ?? []),
+    cpuSeconds: results.reduce((sum, r) => sum + r.cpuSeconds, 0),
+    peakRssMb: results.reduce((sum, r) => sum + r.peakRssMb, 0),
+  });
 }
 
 /** The baseline: the same records written by a bare kafkajs producer, in batches. */
@@ -120,6 +166,13 @@ const cases: Record<string, () => Promise<void>> = {
   // The multicore issue's pair: the kafkajs path is CPU-bound, so a second thread should show.
   "exactly-once (1 s), P=1": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
   "exactly-once (1 s), P=2, 2 workers": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 2, 2),
+  // As shards (#39): one shard, and two shard processes side by side (BENCH_SHARD k/N each).
+  "exactly-once (1 s), 1 shard, P=1": () => {
+    process.env.BENCH_SHARD = "0/1";
+    return framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1);
+  },
+  "exactly-once (1 s), 2 shards, P=1 each": twoShards,
+  "exactly-once (1 s), shard": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
   raw,
   naive,
 };

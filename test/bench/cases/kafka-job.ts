@@ -19,6 +19,12 @@ export interface KafkaBenchParams {
   readonly workers: number;
 }
 
+/** The shard a case runs as (BENCH_SHARD=k/N), if any: the source then reads the partitions of its subtasks. */
+export function benchShard(): { index: number; count: number } | undefined {
+  const match = /^(\d+)\/(\d+)$/.exec(process.env.BENCH_SHARD ?? "");
+  return match ? { index: Number(match[1]), count: Number(match[2]) } : undefined;
+}
+
 export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob {
   const p = params as unknown as KafkaBenchParams;
   const job = new StreamJob({

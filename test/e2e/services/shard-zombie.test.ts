@@ -115,6 +115,9 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
         [old],
       );
       expect((await head(at))?.latest).toEqual({ checkpointId: 3, epoch: 1 });
+      // Its checkpoint 4 is written, and not complete: the head does not name it.
+      const written = await at.storage.scoped?.("shard-0").scoped?.("epoch-1").load?.(4);
+      expect(written?.metadata).toMatchObject({ checkpointId: 4, epoch: 1 });
       successor = startShard(out, at, args);
       const next = successor;
       await until(
@@ -131,8 +134,6 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
         async () => /shard lease taken by another owner|epoch 1 of this shard is fenced/.test(old.stderr),
         [old, next],
       );
-      const written = await at.storage.scoped?.("shard-0").scoped?.("epoch-1").load?.(4);
-      expect(written?.metadata).toMatchObject({ checkpointId: 4, epoch: 1 });
       expect(await next.exited).toEqual({ code: 0, signal: null });
       expect(await old.exited).toEqual({ code: 0, signal: null });
     } finally {
@@ -141,6 +142,10 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
     }
     // The head never named the old owner's checkpoint 4: the last owner, at epoch 3, completed last.
     expect((await head(at))?.latest?.epoch).toBe(3);
+    // Once it completed a checkpoint, the last owner removed the folders of the epochs before it.
+    expect((await at.storage.scoped?.("shard-0").scopes?.())?.filter((n) => n.startsWith("epoch-"))).toEqual([
+      "epoch-3",
+    ]);
     await expectExactOutput(out);
   });
 });

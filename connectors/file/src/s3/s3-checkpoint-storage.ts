@@ -335,6 +335,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
     return names;
   }
 
+  async removeScope(name: string): Promise<void> {
+    await this.deleteUnder(`${this.key(scopeName(name))}/`);
+  }
+
   /** A conditional record `_<name>.json` beside the checkpoints (a shard's lease and head). */
   record<T>(name: string): ConditionalRecord<T> {
     return new S3ConditionalRecord<T>({

@@ -11,7 +11,9 @@ import {
   type CheckpointStorage,
   ConfigurationError,
   FileSystemCheckpointStorage,
+  type HeadState,
   type InspectedCheckpoint,
+  type LeaseState,
 } from "@exactly/core";
 import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
 import { loadS3Connector, s3ConnectionFromEnv, withS3CredentialsHint } from "../s3-connection.ts";
@@ -47,16 +49,108 @@ export interface CheckpointReport {
   readonly sinks: ReadonlyArray<{ stage: string; subtask: number; pending: readonly PendingReport[] }>;
 }
 
+/** One shard of a job run as shards (docs/design.md §2, Shards): its owner, head and checkpoints. */
+export interface ShardReport {
+  readonly shard: number;
+  /** The newest owner's epoch, as the head records it; null before the shard was first owned. */
+  readonly epoch: number | null;
+  /** The checkpoint the head names complete (a restart of the shard restores it). */
+  readonly latest: { readonly checkpointId: number; readonly epoch: number } | null;
+  /** Who holds the lease, and whether it was released (a graceful end); null: never taken. */
+  readonly lease: { readonly owner: string; readonly epoch: number; readonly released: boolean } | null;
+  /** The checkpoints of the epoch folder the head names. */
+  readonly checkpoints: readonly CheckpointReport[];
+}
+
+export interface ShardedReport {
+  /** The shard count and layout generation of the location's `_layout`; null if it has none. */
+  readonly layout: { readonly count: number; readonly generation: number } | null;
+  readonly shards: readonly ShardReport[];
+}
+
 export async function inspectCheckpoints(location: string, options: InspectOptions = {}): Promise<CheckpointReport[]> {
   const storage = await openCheckpointStorage(location, options);
-  if (!storage.inspect)
-    throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
   try {
-    const now = Date.now();
-    return (await withS3CredentialsHint(storage.inspect())).map((checkpoint) => report(checkpoint, now));
+    return await reportsOf(location, storage);
   } finally {
     (storage as { close?: () => void }).close?.();
   }
+}
+
+async function reportsOf(location: string, storage: CheckpointStorage): Promise<CheckpointReport[]> {
+  if (!storage.inspect)
+    throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
+  const now = Date.now();
+  return (await withS3CredentialsHint(storage.inspect())).map((checkpoint) => report(checkpoint, now));
+}
+
+/** A sharded job's location: every `shard-k/` folder's owner, head and checkpoints; undefined if it has none. */
+export async function inspectShards(
+  location: string,
+  options: InspectOptions = {},
+): Promise<ShardedReport | undefined> {
+  const storage = await openCheckpointStorage(location, options);
+  try {
+    const indexes = (await withS3CredentialsHint(storage.scopes?.() ?? Promise.resolve([])))
+      .map((name) => /^shard-(\d+)$/.exec(name)?.[1])
+      .filter((k): k is string => k !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    if (indexes.length === 0) return undefined;
+    const layout = (await storage.record?.<{ count: number; generation: number }>("layout").read())?.value;
+    const shards: ShardReport[] = [];
+    for (const shard of indexes) {
+      const folder = storage.scoped?.(`shard-${shard}`) as CheckpointStorage;
+      const head = (await folder.record?.<HeadState>("head").read())?.value;
+      const lease = (await folder.record?.<LeaseState>("lease").read())?.value;
+      const latest = head?.latest ?? null;
+      const checkpoints = latest
+        ? await reportsOf(location, folder.scoped?.(`epoch-${latest.epoch}`) as CheckpointStorage)
+        : [];
+      shards.push({
+        shard,
+        epoch: head?.epoch ?? null,
+        latest,
+        lease: lease ? { owner: lease.owner, epoch: lease.epoch, released: lease.released } : null,
+        checkpoints,
+      });
+    }
+    return { layout: layout ? { count: layout.count, generation: layout.generation } : null, shards };
+  } finally {
+    (storage as { close?: () => void }).close?.();
+  }
+}
+
+/** Each shard's owner and head, then its checkpoints as for a job that is not sharded. */
+export function formatShards(location: string, sharded: ShardedReport): string {
+  const lines = [
+    sharded.layout
+      ? `a job run as ${sharded.layout.count} shards at ${location} (layout generation ${sharded.layout.generation})`
+      : `shard folders at ${location}`,
+  ];
+  for (const s of sharded.shards) {
+    const lease = s.lease
+      ? s.lease.released
+        ? `released by ${s.lease.owner} (epoch ${s.lease.epoch})`
+        : `held by ${s.lease.owner} at epoch ${s.lease.epoch}`
+      : "never taken";
+    const latest = s.latest ? `checkpoint ${s.latest.checkpointId} (epoch ${s.latest.epoch})` : "none";
+    const retired =
+      sharded.layout && s.shard >= sharded.layout.count
+        ? ` (not in the current layout of ${sharded.layout.count}: its state went to the shards that are)`
+        : "";
+    lines.push(
+      "",
+      `shard ${s.shard}${retired}: lease ${lease}; head at epoch ${s.epoch ?? "-"}, latest complete ${latest}`,
+    );
+    if (s.checkpoints.length > 0)
+      lines.push(
+        ...formatInspection(`${location}/shard-${s.shard}/epoch-${s.latest?.epoch}`, s.checkpoints)
+          .split("\n")
+          .map((line) => `  ${line}`),
+      );
+  }
+  return lines.join("\n");
 }
 
 /** The storage at a checkpoint location, read only: a directory that exists, or s3://bucket/prefix. */

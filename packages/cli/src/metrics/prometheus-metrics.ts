@@ -171,8 +171,15 @@ export interface MetricsEndpoint {
   close(): Promise<void>;
 }
 
-/** Serves `metrics` on `http://<host>:<port>/metrics`; anything else is a 404. */
-export async function serveMetrics(metrics: PrometheusMetrics, port: number, host?: string): Promise<MetricsEndpoint> {
+/**
+ * Serves `metrics` on `http://<host>:<port>/metrics`; anything else is a 404. The host is
+ * 127.0.0.1 unless given: a scraper elsewhere (a pod's) is reached only when asked for.
+ */
+export async function serveMetrics(
+  metrics: PrometheusMetrics,
+  port: number,
+  host = "127.0.0.1",
+): Promise<MetricsEndpoint> {
   const server: Server = createServer((request, response) => {
     if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
       response.writeHead(404).end();

@@ -16,6 +16,8 @@ export interface RunOptions {
   readonly export?: string;
   readonly metricsPort?: number;
   readonly logFormat?: "text" | "json";
+  /** Where the metrics server listens; default 127.0.0.1. */
+  readonly metricsHost?: string;
   /** `k/N`: run one shard of the job (docs/design.md §2, Shards). */
   readonly shard?: string;
   /** N, with k from the hostname (a StatefulSet pod `name-k`). */
@@ -50,8 +52,8 @@ export async function runJobCommand(module: string, options: RunOptions): Promis
   });
   if (prometheus && options.metricsPort !== undefined) {
     prometheus.setJobName(job.options.name);
-    const endpoint = await serveMetrics(prometheus, options.metricsPort);
-    logger.info(`metrics on http://localhost:${endpoint.port}/metrics`);
+    const endpoint = await serveMetrics(prometheus, options.metricsPort, options.metricsHost);
+    logger.info(`metrics on http://${options.metricsHost ?? "127.0.0.1"}:${endpoint.port}/metrics`);
   }
 
   let lastCheckpoint: number | undefined;

@@ -1,6 +1,9 @@
 // `exactly demo --shards 3`: the demo job as three shard processes, SIGKILLed and restarted,
 // one shard paused past its lease while a replacement takes it and then resumed, and the job
 // rescaled from 3 to 2 shards; the committed output is checked as for every demo.
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
 
@@ -9,9 +12,12 @@ afterEach(() => {
 });
 
 describe("exactly demo --shards", () => {
-  it("ends exactly once with every kill delivered, the paused shard fenced once resumed, and a rescale from 3 to 2", async () => {
+  it("ends exactly once with every kill delivered, the paused shard fenced once resumed, and a rescale from 3 to 2; inspect shows each shard", async () => {
+    const out = await mkdtemp(join(tmpdir(), "exactly-demo-shards-"));
     const printed = await runExactly(
       "demo",
+      "--out",
+      out,
       "--shards",
       "3",
       "--records",
@@ -34,5 +40,21 @@ describe("exactly demo --shards", () => {
       rescaledTo: 2,
       zombie: { resumed: true, fenced: true },
     });
+
+    const inspected = JSON.parse((await runExactly("inspect", join(out, ".checkpoints"), "--json")).join("\n")) as {
+      layout: { count: number; generation: number };
+      shards: Array<{
+        shard: number;
+        lease: { released: boolean };
+        checkpoints: Array<{ final: boolean; committed: boolean }>;
+      }>;
+    };
+    expect(inspected.layout).toEqual({ count: 2, generation: 2 });
+    expect(inspected.shards.map((s) => s.shard)).toEqual([0, 1, 2]);
+    // The two shards of the last layout ended gracefully: a final checkpoint, committed, the lease released.
+    for (const shard of inspected.shards.slice(0, 2)) {
+      expect(shard.lease.released).toBe(true);
+      expect(shard.checkpoints.at(-1)).toMatchObject({ final: true, committed: true });
+    }
   });
 });

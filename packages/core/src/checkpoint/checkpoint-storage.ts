@@ -109,6 +109,8 @@ export interface CheckpointStorage {
    */
   scoped?(name: string): CheckpointStorage;
   scopes?(): Promise<string[]>;
+  /** Deletes the sub-folder `name` and everything in it (a shard's folder of an epoch no checkpoint needs). */
+  removeScope?(name: string): Promise<void>;
   /** A {@link ConditionalRecord} named `name` beside the checkpoints (a shard's lease and head). */
   record?<T>(name: string): ConditionalRecord<T>;
   /** One complete checkpoint, by id; undefined when it has no metadata. */

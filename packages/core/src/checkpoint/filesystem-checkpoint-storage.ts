@@ -161,6 +161,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     }
   }
 
+  async removeScope(name: string): Promise<void> {
+    await rm(join(this.directory, safeName(name)), { recursive: true, force: true });
+  }
+
   record<T>(name: string): ConditionalRecord<T> {
     return new FileConditionalRecord<T>(join(this.directory, `_${safeName(name)}`));
   }

@@ -61,6 +61,20 @@ export class CheckpointHead {
     }
   }
 
+  /**
+   * Raises the head's epoch to at least `epoch` for a rescale (shard-layout.ts), fencing every
+   * owner below it, and returns the latest complete checkpoint it names. Unlike `fence`, a head
+   * already at or above `epoch` is left as it is: any process may repeat this.
+   */
+  async raise(epoch: number): Promise<HeadState["latest"]> {
+    for (;;) {
+      const current = await this.record.read();
+      if (current && current.value.epoch >= epoch) return current.value.latest;
+      if ((await this.record.replace(current?.version, { ...current?.value, epoch })) !== undefined)
+        return current?.value.latest;
+    }
+  }
+
   /** Names checkpoint `checkpointId` the latest complete one; throws {@link ShardFencedError} if another epoch moved the head. */
   async complete(checkpointId: number): Promise<void> {
     const epoch = this.epoch;

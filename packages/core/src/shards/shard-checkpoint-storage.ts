@@ -42,6 +42,8 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   private epoch: number | undefined;
   private current: CheckpointStorage | undefined;
   private layout: ShardLayout | undefined;
+  /** Set once this owner's first checkpoint is complete and the folders of older epochs are gone. */
+  private olderEpochsRemoved = false;
   /** Asked before a checkpoint completes: throws when this process may no longer act as the owner. */
   private assertOwner: () => void = () => {};
 
@@ -63,9 +65,18 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   }
 
   /** The layout this shard runs in: the current one, or a new one if the shard count changed (a rescale). */
-  async settleLayout(knownGeneration: number | undefined, log: (message: string) => void): Promise<ShardLayout> {
-    this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log);
+  async settleLayout(
+    knownGeneration: number | undefined,
+    log: (message: string) => void,
+    stopped: (layout: ShardLayout) => Promise<void>,
+  ): Promise<ShardLayout> {
+    this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log, stopped);
     return this.layout;
+  }
+
+  /** The lease record of shard `index` beside its checkpoints (the default lease store). */
+  leaseRecordOf(index: number): ConditionalRecord<LeaseState> {
+    return requireShardable(this.base.scoped(shardName({ index, count: index + 1 }))).record<LeaseState>("lease");
   }
 
   /** The epoch of the shard's head, if it has one: a new owner holds at least that. */
@@ -83,6 +94,7 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   }
 
   enter(epoch: number): void {
+    if (this.epoch !== epoch) this.olderEpochsRemoved = false;
     this.epoch = epoch;
     this.current = this.own.scoped(`epoch-${epoch}`);
   }
@@ -123,6 +135,28 @@ export class ShardCheckpointStorage implements CheckpointStorage {
     });
     reachFault("before-checkpoint-head");
     await this.head.complete(metadata.checkpointId);
+    if (!this.olderEpochsRemoved) {
+      this.olderEpochsRemoved = true;
+      await this.removeOlderEpochs();
+    }
+  }
+
+  /**
+   * The head names a checkpoint of this epoch now: no restore reads an older epoch's folder
+   * again, and the ids of this epoch are above all of theirs. A storage without `removeScope`
+   * keeps them.
+   */
+  private async removeOlderEpochs(): Promise<void> {
+    if (!this.own.removeScope) return;
+    // A checkpoint the layout's base names stays: another new shard may not have restored it yet.
+    const kept = new Set(
+      (this.layout?.base ?? []).filter((b) => b.shard === this.shard.index).map((b) => `epoch-${b.epoch}`),
+    );
+    for (const scope of await this.own.scopes()) {
+      const epoch = EPOCH_SCOPE.exec(scope)?.[1];
+      if (epoch !== undefined && Number(epoch) < (this.epoch ?? 0) && !kept.has(scope))
+        await this.own.removeScope(scope);
+    }
   }
 
   discardCheckpoint(checkpointId: number): Promise<void> {

@@ -29,6 +29,8 @@ export interface ShardLayout {
   /** Every owner in this layout holds at least this epoch: above every epoch of the layouts before. */
   readonly minEpoch: number;
   readonly base: readonly BaseCheckpoint[];
+  /** Set while a rescale to this layout is under way: the layout it replaces (see settleLayout). */
+  readonly moving?: ShardLayout;
 }
 
 type Storage = CheckpointStorage & Required<Pick<CheckpointStorage, "scoped" | "record" | "load">>;
@@ -56,31 +58,50 @@ async function headState(storage: Storage, shard: number): Promise<HeadState | u
  * The layout this process runs in, as `count` shards: the current one if it has that count,
  * otherwise a new one it makes (a rescale). `knownGeneration` is the generation this process
  * already ran in, if any: a process of an older layout never moves the layout back.
+ *
+ * A rescale is two replacements of the record, so that any process of the new layout can
+ * finish one that another began and died in: first the move is reserved (`moving`, with the
+ * epoch every old shard is fenced at), then the old heads are fenced at that epoch (a no-op
+ * where they are already there) and the checkpoint each one names becomes the base.
  */
 export async function settleLayout(
   storage: Storage,
   count: number,
   knownGeneration: number | undefined,
   log: (message: string) => void,
+  /** Resolves once no process of `layout` owns any of its shards: a rescale starts only then. */
+  stopped: (layout: ShardLayout) => Promise<void>,
 ): Promise<ShardLayout> {
   const record: ConditionalRecord<ShardLayout> = storage.record<ShardLayout>("layout");
   for (;;) {
     const current = await record.read();
-    if (current && knownGeneration !== undefined && current.value.generation !== knownGeneration)
+    const layout = current?.value;
+    if (layout?.moving) {
+      const settled = await settleMove(storage, layout, layout.moving);
+      if (await record.replace(current?.version, settled))
+        log(
+          `rescaled from ${layout.moving.count} to ${settled.count} shards (layout generation ${settled.generation}): each shard restores its part of ${describeBase(settled.base)}`,
+        );
+      continue;
+    }
+    if (layout && knownGeneration !== undefined && layout.generation !== knownGeneration)
       throw new ConfigurationError(
         "shard",
-        `the job was rescaled to ${current.value.count} shards (layout generation ${current.value.generation}) while this process ran in generation ${knownGeneration}; start it again with the new shard count`,
+        `the job was rescaled to ${layout.count} shards (layout generation ${layout.generation}) while this process ran in generation ${knownGeneration}; start it again with the new shard count`,
       );
-    if (current?.value.count === count) return current.value;
-    const next = current ? await nextLayout(storage, current.value, count) : await firstLayout(storage, count);
-    if (await record.replace(current?.version, next)) {
-      log(
-        current
-          ? `rescaled from ${current.value.count} to ${count} shards (layout generation ${next.generation}): each shard restores its part of ${describeBase(next.base)}`
-          : `first run as ${count} shards${next.base.length > 0 ? `, from the unsharded checkpoint ${next.base[0]?.checkpointId}` : ""}`,
-      );
-      return next;
+    if (layout?.count === count) return layout;
+    if (!layout) {
+      const first = await firstLayout(storage, count);
+      if (await record.replace(undefined, first))
+        log(
+          `first run as ${count} shards${first.base.length > 0 ? `, from the unsharded checkpoint ${first.base[0]?.checkpointId}` : ""}`,
+        );
+      continue;
     }
+    // Stop all N shards, then start N′: a running shard of the old layout is waited for, never
+    // fenced from under it (a rolling update would otherwise move the layout back and forth).
+    await stopped(layout);
+    await record.replace(current?.version, await reserveMove(storage, layout, count));
   }
 }
 
@@ -100,36 +121,52 @@ async function firstLayout(storage: Storage, count: number): Promise<ShardLayout
   };
 }
 
+/** The checkpoint a shard's head names, if it was taken in `generation`. */
+async function latestOf(storage: Storage, shard: number, generation: number): Promise<BaseCheckpoint | undefined> {
+  const latest = (await headState(storage, shard))?.latest;
+  if (!latest) return undefined;
+  const restored = await sub(shardFolder(storage, shard), `epoch-${latest.epoch}`).load(latest.checkpointId);
+  if (restored?.metadata.generation !== generation) return undefined;
+  return { shard, checkpointId: latest.checkpointId, epoch: latest.epoch };
+}
+
 /**
- * A rescale: fence every shard of `current` at one epoch above all of theirs, then take the
- * checkpoint each one's head names. Fencing first means no shard of the old layout completes
- * a checkpoint after it was read. A shard that completed none in its layout still holds its
- * part of that layout's base only in memory of nothing: refused, naming it.
+ * The first step of a rescale: the move from `current` to `count` shards, with the epoch one
+ * above every old shard's. A shard of `current` that completed no checkpoint in it would lose
+ * its part of the state the layout started from: refused, naming it.
  */
-async function nextLayout(storage: Storage, current: ShardLayout, count: number): Promise<ShardLayout> {
+async function reserveMove(storage: Storage, current: ShardLayout, count: number): Promise<ShardLayout> {
   let epoch = current.minEpoch;
-  for (let shard = 0; shard < current.count; shard++)
-    epoch = Math.max(epoch, (await headState(storage, shard))?.epoch ?? 0);
-  const minEpoch = epoch + 1;
-  const base: BaseCheckpoint[] = [];
   const withoutCheckpoint: number[] = [];
+  let started = current.base.length > 0;
   for (let shard = 0; shard < current.count; shard++) {
-    const head = headOf(storage, shard);
-    const latest = await head.fence(minEpoch);
-    const restored = latest
-      ? await sub(shardFolder(storage, shard), `epoch-${latest.epoch}`).load(latest.checkpointId)
-      : undefined;
-    if (!latest || restored?.metadata.generation !== current.generation) withoutCheckpoint.push(shard);
-    else base.push({ shard, checkpointId: latest.checkpointId, epoch: latest.epoch });
+    epoch = Math.max(epoch, (await headState(storage, shard))?.epoch ?? 0);
+    if (await latestOf(storage, shard, current.generation)) started = true;
+    else withoutCheckpoint.push(shard);
   }
-  const started = base.length > 0 || current.base.length > 0;
   if (withoutCheckpoint.length > 0 && started)
     throw new ConfigurationError(
       "shard",
       `cannot rescale from ${current.count} to ${count} shards: shard(s) ${withoutCheckpoint.join(", ")} of ${current.count} completed no checkpoint since the layout began; ` +
         `run them as k/${current.count} until each has completed one, then rescale`,
     );
-  return { count, generation: current.generation + 1, minEpoch, base };
+  const { moving: _moving, ...from } = current;
+  return { count, generation: current.generation + 1, minEpoch: epoch + 1, base: [], moving: from };
+}
+
+/**
+ * The second step: fence every shard of the old layout at the move's epoch (none of them
+ * completes a checkpoint after), then take the checkpoint each one's head names as the base.
+ */
+async function settleMove(storage: Storage, move: ShardLayout, from: ShardLayout): Promise<ShardLayout> {
+  const base: BaseCheckpoint[] = [];
+  for (let shard = 0; shard < from.count; shard++) {
+    await headOf(storage, shard).raise(move.minEpoch);
+    const latest = await latestOf(storage, shard, from.generation);
+    if (latest) base.push(latest);
+  }
+  const { moving: _moving, ...settled } = move;
+  return { ...settled, base };
 }
 
 /**

@@ -24,6 +24,8 @@ export interface LeaseState {
   readonly owner: string;
   /** Set by a graceful release: the next process may take the shard at once. */
   readonly released: boolean;
+  /** The shard count the owner runs as: a rescale waits only for owners of the layout it replaces. */
+  readonly count?: number;
 }
 
 export interface ShardLeaseOptions {
@@ -35,6 +37,35 @@ export interface ShardLeaseOptions {
   readonly pollEveryMs?: number;
   /** Default: host name, process id and a random nonce. */
   readonly owner?: string;
+  /** The shard count this process runs as, written into the record (LeaseState.count). */
+  readonly count?: number;
+}
+
+/**
+ * Waits until nobody of a layout of `count` shards owns the shard whose lease is `record`: its
+ * record is absent, released, held by an owner of another layout, or unchanged for
+ * `durationMs` by this process's clock (its owner is gone).
+ */
+export async function waitUntilUnowned(
+  record: ConditionalRecord<LeaseState>,
+  count: number,
+  timing: { durationMs: number; pollEveryMs: number },
+  onWait: (holder: LeaseState) => void,
+): Promise<void> {
+  let watched: { version: string; since: number } | undefined;
+  let told = false;
+  for (;;) {
+    const startedAt = performance.now();
+    const current = await record.read();
+    if (!current || current.value.released || current.value.count !== count) return;
+    if (watched?.version !== current.version) watched = { version: current.version, since: startedAt };
+    else if (performance.now() - watched.since >= timing.durationMs) return;
+    if (!told) {
+      told = true;
+      onWait(current.value);
+    }
+    await sleep(timing.pollEveryMs);
+  }
 }
 
 /** The shard was taken by another owner, or this owner could not renew in time: stop committing. */
@@ -54,6 +85,7 @@ export class ShardLease {
   readonly renewEveryMs: number;
   readonly pollEveryMs: number;
   readonly owner: string;
+  private readonly count: number | undefined;
   private readonly record: ConditionalRecord<LeaseState>;
   private version: string | undefined;
   private held: LeaseState | undefined;
@@ -79,6 +111,7 @@ export class ShardLease {
       options.pollEveryMs ?? Math.max(1, Math.min(1000, Math.floor(this.durationMs / 10))),
     );
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+    this.count = options.count;
   }
 
   /** The epoch this process holds the shard at; undefined before `acquire`. */
@@ -110,7 +143,12 @@ export class ShardLease {
         }
       }
       if (take) {
-        const next: LeaseState = { epoch: (current?.value.epoch ?? 0) + 1, owner: this.owner, released: false };
+        const next: LeaseState = {
+          epoch: (current?.value.epoch ?? 0) + 1,
+          owner: this.owner,
+          released: false,
+          ...(this.count === undefined ? {} : { count: this.count }),
+        };
         const version = await this.record.replace(current?.version, next);
         if (version !== undefined) {
           this.version = version;

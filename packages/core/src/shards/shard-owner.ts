@@ -5,8 +5,10 @@
  * runner (runtime/runner/job-runner.ts) calls `claim` before every attempt restores.
  */
 import type { Logger } from "../logger.ts";
+import type { ConditionalRecord } from "./conditional-record.ts";
 import type { ShardCheckpointStorage } from "./shard-checkpoint-storage.ts";
-import type { ShardLease, ShardLeaseLostError } from "./shard-lease.ts";
+import type { ShardLayout } from "./shard-layout.ts";
+import { type LeaseState, type ShardLease, type ShardLeaseLostError, waitUntilUnowned } from "./shard-lease.ts";
 import type { ShardSpec } from "./shard-spec.ts";
 
 /** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
@@ -19,14 +21,22 @@ export class ShardOwner {
   readonly storage: ShardCheckpointStorage;
   private readonly lease: ShardLease;
   private readonly logger: Logger;
+  /** The lease record of any shard: a rescale waits for the old layout's owners. */
+  private readonly leaseOf: (index: number) => ConditionalRecord<LeaseState>;
   private onLost: ((error: ShardLeaseLostError) => void) | undefined;
   /** The layout generation this process ran in; it never moves the layout back from a newer one. */
   private generation: number | undefined;
 
-  constructor(lease: ShardLease, storage: ShardCheckpointStorage, logger: Logger) {
+  constructor(
+    lease: ShardLease,
+    storage: ShardCheckpointStorage,
+    logger: Logger,
+    leaseOf: (index: number) => ConditionalRecord<LeaseState>,
+  ) {
     this.lease = lease;
     this.storage = storage;
     this.logger = logger;
+    this.leaseOf = leaseOf;
     storage.guardWith(() => lease.assertHeld());
   }
 
@@ -49,13 +59,29 @@ export class ShardOwner {
       this.lease.keep((error) => this.onLost?.(error));
       this.logger.info(`owns shard ${index} of ${count} at epoch ${epoch}`, { shard: index, epoch });
     }
-    const layout = await this.storage.settleLayout(this.generation, (message) => this.logger.info(message));
+    const layout = await this.storage.settleLayout(
+      this.generation,
+      (message) => this.logger.info(message),
+      (old) => this.oldLayoutStopped(old),
+    );
     this.generation = layout.generation;
     // Above every epoch of the layouts before, and of whoever fenced this shard's head in a rescale.
     const needed = Math.max(layout.minEpoch, (await this.storage.headEpoch()) ?? 0);
     const epoch = await this.lease.raiseEpoch(needed);
     await this.storage.claim(epoch);
     return { shard: this.shard, epoch };
+  }
+
+  /** Waits until no process of the layout being replaced owns any of its shards. */
+  private async oldLayoutStopped(old: ShardLayout): Promise<void> {
+    for (let index = 0; index < old.count; index++) {
+      if (index === this.shard.index) continue;
+      await waitUntilUnowned(this.leaseOf(index), old.count, this.lease, (holder) =>
+        this.logger.info(
+          `rescaling from ${old.count} to ${this.shard.count} shards: waiting until shard ${index} of ${old.count} stops (${holder.owner} holds it)`,
+        ),
+      );
+    }
   }
 
   /** Ends the ownership: released, so a successor starts at once. */

@@ -287,8 +287,10 @@ export class StreamJob {
   private shardOwner(storage: CheckpointStorage, logger: Logger): ShardOwner | undefined {
     if (!(storage instanceof ShardCheckpointStorage)) return undefined;
     const { record, ...timing } = this.leaseSettings();
-    const lease = new ShardLease(record ? record(storage.shard) : storage.leaseRecord(), timing);
-    return new ShardOwner(lease, storage, logger);
+    const shard = storage.shard;
+    const leaseOf = (index: number) => (record ? record({ index, count: shard.count }) : storage.leaseRecordOf(index));
+    const lease = new ShardLease(leaseOf(shard.index), { ...timing, count: shard.count });
+    return new ShardOwner(lease, storage, logger, leaseOf);
   }
 
   /** Runs a bounded job to its end (or an unbounded one until it fails). */
