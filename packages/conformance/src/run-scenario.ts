@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DeliveryGuarantee } from "@exactly/core";
+import { type CheckpointStorage, DeliveryGuarantee, ShardCheckpointStorage } from "@exactly/core";
 import type { CheckResult } from "./checker.ts";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./definition.ts";
@@ -13,6 +13,13 @@ import { coveredIds, runChild } from "./harness/run-child.ts";
 import { scenarioCheckpointStorage, sinkModuleConfig } from "./harness/sink-module.ts";
 import { Observer } from "./observer.ts";
 import type { ProfileSettings, Requirement, RunPlan, ScenarioPlan } from "./scenarios.ts";
+import {
+  attemptDoubleIdentity,
+  attemptZombie,
+  describeShardScenario,
+  SCENARIO_SHARD,
+  SHARD_LEASE_MS,
+} from "./shard-scenarios.ts";
 
 export interface ScenarioResult {
   readonly name: ScenarioName;
@@ -189,7 +196,7 @@ export async function runScenario(
       name: plan.name,
       description: plan.description,
       catches: plan.catches,
-      faults: plan.runs.flatMap((r) => describeRun(r) ?? []),
+      faults: plan.shards ? describeShardScenario(plan.shards) : plan.runs.flatMap((r) => describeRun(r) ?? []),
       seed: attemptSeed,
       attempts: attempt,
       killsLanded: landed,
@@ -250,11 +257,25 @@ async function attemptScenario(
   const atomic = sink.capabilities.atomicCommits === true;
   // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1, docs/design.md §3).
   const watchEarly = exactlyOnce && !upserts;
-  // The checkpoints the child's job keeps, read here to tell what each point of the run covered.
-  const storage = await scenarioCheckpointStorage(base, scope);
+  // The checkpoints the child's job keeps, read here to tell what each point of the run
+  // covered; a sharded job's are those its shard's head names.
+  const configured = await scenarioCheckpointStorage(base, scope);
+  let storage: CheckpointStorage = configured;
+  if (plan.shards) {
+    try {
+      storage = new ShardCheckpointStorage(configured, SCENARIO_SHARD);
+    } catch (error) {
+      return { kind: "inconclusive", reason: `the job cannot run as a shard: ${(error as Error).message}` };
+    }
+  }
   const observer = new Observer(definition, scope, records, watchEarly ? storage : undefined);
   const poll = watchEarly || upserts || atomic ? { poll: observer.poll } : {};
   const checks: FinalChecks = { definition, sink, plan, scope, records, observer, poll, failures, notes };
+  if (plan.shards) {
+    const sharded: ChildConfig = { ...base, leaseMs: SHARD_LEASE_MS };
+    const kit = { base: sharded, profile, poll, records, scope, definition, checks };
+    return plan.shards === "zombie" ? attemptZombie(kit) : attemptDoubleIdentity(kit);
+  }
   let declined = 0;
 
   const runs = [...plan.runs];
