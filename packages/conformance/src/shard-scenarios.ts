@@ -27,7 +27,7 @@ const ZOMBIE_AFTER = 3;
 /** How long completion notifications are held in the owner, so committed-late work is outstanding at the pause. */
 const HOLD_COMMITS_MS = 250;
 /** A wait that never ends tested nothing: the most any one step of these scenarios waits. */
-const STEP_LIMIT_MS = 60_000;
+const STEP_LIMIT_MS = 30_000;
 /** The errors that say a process lost its shard (`@exactly/core`'s ShardFencedError and ShardLeaseLostError). */
 const LOST_SHARD = ["SHARD_FENCED", "SHARD_LEASE_LOST"];
 
@@ -152,7 +152,17 @@ export async function attemptZombie(kit: ShardKit): Promise<Attempt> {
         nextEnd.run !== undefined ||
         ((ownedEpoch(next) ?? 0) > 1 && next.checkpoints() > 0 && (await committed(scope, next.pid))),
     );
-    if (!tookOver) return { kind: "inconclusive", reason: "the successor did not take the shard and commit" };
+    if (!tookOver) {
+      const epoch = ownedEpoch(next);
+      if (epoch === undefined || epoch < 2)
+        return { kind: "inconclusive", reason: "the successor did not take the shard from the paused owner" };
+      // It owns the shard, yet cannot commit while the paused owner lives: the sink waits on
+      // something the zombie holds (a lock, a session), which a fence must not need.
+      failures.push(
+        `the successor took the shard at epoch ${epoch} but committed nothing within ${STEP_LIMIT_MS / 1000} s while the old owner stayed paused`,
+      );
+      return { kind: "tested", failures, notes };
+    }
     if (nextEnd.run && !(await committed(scope, next.pid))) {
       failures.push(
         `the successor should have taken the shard from the paused owner and committed, but ${describeExit(nextEnd.run)}`,
