@@ -26,7 +26,10 @@ export const SHARD_LEASE_MS = 2000;
 const ZOMBIE_AFTER = 3;
 /** How long completion notifications are held in the owner, so committed-late work is outstanding at the pause. */
 const HOLD_COMMITS_MS = 250;
-/** A wait that never ends tested nothing: the most any one step of these scenarios waits. */
+/**
+ * The most any one step of these scenarios waits (the owner's pause, a successor's takeover
+ * and first commit, a process's end); what each step's running out means is the step's to say.
+ */
 const STEP_LIMIT_MS = 30_000;
 /** The errors that say a process lost its shard (`@exactly/core`'s ShardFencedError and ShardLeaseLostError). */
 const LOST_SHARD = ["SHARD_FENCED", "SHARD_LEASE_LOST"];

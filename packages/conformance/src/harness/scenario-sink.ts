@@ -7,6 +7,7 @@
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
 import { appendFileSync, closeSync, openSync, readSync, writeSync } from "node:fs";
 import { Socket } from "node:net";
+import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import type { Batch, Sink, SinkContext } from "@exactly/core";
 import { armFault } from "@exactly/core/faults";
@@ -148,12 +149,21 @@ export class ScenarioControl {
     }
   }
 
-  /** Whether the zombie pause (config.zombie) is due at this barrier of a subtask that holds written records. */
+  /**
+   * Whether the zombie pause (config.zombie) is due at this barrier of a subtask that holds
+   * written records: once per process, whichever thread gets there first (a marker file
+   * created exclusively, since each worker thread has a control of its own).
+   */
   zombieDue(holdsWork: boolean): boolean {
     const zombie = this.config.zombie;
     if (!zombie || this.paused || !holdsWork || this.completed < zombie.afterCheckpoints) return false;
     this.paused = true;
-    return true;
+    try {
+      closeSync(openSync(join(this.config.scope.dir, `.conformance-paused-${process.pid}`), "wx"));
+      return true;
+    } catch {
+      return false;
+    }
   }
   private paused = false;
 
