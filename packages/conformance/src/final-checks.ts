@@ -68,11 +68,15 @@ export async function finalRunAndCheck(
   config: ChildConfig,
   declinedBefore: number,
 ): Promise<Attempt> {
-  const { definition, sink, plan, scope, records, observer, poll, failures, notes } = checks;
+  return checkFinalRun(checks, await runChild(config, checks.poll), declinedBefore);
+}
+
+/** The checks after a final run that already ended (a standby that took over and finished). */
+export async function checkFinalRun(checks: FinalChecks, final: ChildRun, declinedBefore: number): Promise<Attempt> {
+  const { definition, sink, plan, scope, records, observer, failures, notes } = checks;
   const upserts = sink.capabilities.upserts === true;
   const atomic = sink.capabilities.atomicCommits === true;
   let declined = declinedBefore;
-  const final = await runChild(config, poll);
 
   declined += final.outcome?.declined ?? 0;
   if (final.code !== 0) {
