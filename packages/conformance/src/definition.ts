@@ -77,6 +77,8 @@ export const SCENARIOS = [
   "volume",
   "chaos",
   "worker-threads",
+  "zombie",
+  "double-identity",
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 

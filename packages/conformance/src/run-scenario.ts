@@ -2,16 +2,24 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DeliveryGuarantee } from "@exactly/core";
-import { type CheckResult, checkIds, violations } from "./checker.ts";
+import { type CheckpointStorage, DeliveryGuarantee, ShardCheckpointStorage } from "@exactly/core";
+import type { CheckResult } from "./checker.ts";
 import type { SinkDeclarations } from "./declarations.ts";
 import type { ConformanceDefinition, ScenarioName, ScenarioScope } from "./definition.ts";
+import { type Attempt, describeExit, expiredByTimeout, type FinalChecks, finalRunAndCheck } from "./final-checks.ts";
 import type { ChildConfig, Hook } from "./harness/child-protocol.ts";
-import { completedTransactions, type Exercised, exercised, readJournal } from "./harness/journal.ts";
-import { type ChildRun, coveredIds, runChild } from "./harness/run-child.ts";
+import { type Exercised, exercised, readJournal } from "./harness/journal.ts";
+import { coveredIds, runChild } from "./harness/run-child.ts";
 import { scenarioCheckpointStorage, sinkModuleConfig } from "./harness/sink-module.ts";
 import { Observer } from "./observer.ts";
 import type { ProfileSettings, Requirement, RunPlan, ScenarioPlan } from "./scenarios.ts";
+import {
+  attemptDoubleIdentity,
+  attemptZombie,
+  describeShardScenario,
+  SCENARIO_SHARD,
+  SHARD_LEASE_MS,
+} from "./shard-scenarios.ts";
 
 export interface ScenarioResult {
   readonly name: ScenarioName;
@@ -56,12 +64,6 @@ async function directoryBytes(dir: string): Promise<number> {
     );
   }
   return total;
-}
-
-function describeExit(run: ChildRun): string {
-  if (run.signal) return `ended by ${run.signal}`;
-  const why = run.outcome?.error ?? run.stderr.trim().split("\n").slice(-3).join(" | ");
-  return `exited with code ${run.code}${why ? `: ${why}` : ""}`;
 }
 
 function describeRun(run: RunPlan): string | undefined {
@@ -153,33 +155,6 @@ function hookFor(kill: NonNullable<RunPlan["kill"]>, measured: Exercised["ios"])
 }
 
 /**
- * Whether a run's loud loss of a transaction is the external system's own timeout at work:
- * the sink declares one, the run failed with TRANSACTION_LOST naming checkpoint n, and n's
- * last snapshot is older than the timeout. Then a slow machine, not the sink, made the
- * transaction expire between runs, and the attempt tested nothing.
- */
-async function expiredByTimeout(
-  result: ChildRun,
-  timeoutMs: number | undefined,
-  scope: ScenarioScope,
-): Promise<string | undefined> {
-  if (timeoutMs === undefined || result.outcome?.errorCode !== "TRANSACTION_LOST") return undefined;
-  const checkpoint = Number(/checkpoint (\d+)/.exec(result.outcome.error ?? "")?.[1]);
-  if (!Number.isInteger(checkpoint)) return undefined;
-  let last = 0;
-  for (const entry of await readJournal(scope)) {
-    if (entry.e === "snapshot" && entry.checkpointId === checkpoint) last = Math.max(last, entry.at);
-  }
-  const age = Date.now() - last;
-  if (last === 0 || age <= timeoutMs) return undefined;
-  return `checkpoint ${checkpoint}'s transaction was pre-committed ${age} ms ago, past the system's transaction timeout (${timeoutMs} ms), before the runs got to commit it: the machine was too slow`;
-}
-
-type Attempt =
-  | { readonly kind: "tested"; readonly failures: string[]; readonly notes: string[]; readonly check?: CheckResult }
-  | { readonly kind: "inconclusive"; readonly reason: string };
-
-/**
  * Runs one scenario: its crash runs, then a final run that must finish, then the checks,
  * which follow the sink's own declarations (`sink`). An attempt that tested nothing is
  * retried with a fresh seed, up to the profile's attempts, and is then inconclusive.
@@ -221,7 +196,7 @@ export async function runScenario(
       name: plan.name,
       description: plan.description,
       catches: plan.catches,
-      faults: plan.runs.flatMap((r) => describeRun(r) ?? []),
+      faults: plan.shards ? describeShardScenario(plan.shards) : plan.runs.flatMap((r) => describeRun(r) ?? []),
       seed: attemptSeed,
       attempts: attempt,
       killsLanded: landed,
@@ -282,10 +257,25 @@ async function attemptScenario(
   const atomic = sink.capabilities.atomicCommits === true;
   // Transactional and write-ahead sinks promise that nothing shows before its checkpoint (I1, docs/design.md §3).
   const watchEarly = exactlyOnce && !upserts;
-  // The checkpoints the child's job keeps, read here to tell what each point of the run covered.
-  const storage = await scenarioCheckpointStorage(base, scope);
+  // The checkpoints the child's job keeps, read here to tell what each point of the run
+  // covered; a sharded job's are those its shard's head names.
+  const configured = await scenarioCheckpointStorage(base, scope);
+  let storage: CheckpointStorage = configured;
+  if (plan.shards) {
+    try {
+      storage = new ShardCheckpointStorage(configured, SCENARIO_SHARD);
+    } catch (error) {
+      return { kind: "inconclusive", reason: `the job cannot run as a shard: ${(error as Error).message}` };
+    }
+  }
   const observer = new Observer(definition, scope, records, watchEarly ? storage : undefined);
   const poll = watchEarly || upserts || atomic ? { poll: observer.poll } : {};
+  const checks: FinalChecks = { definition, sink, plan, scope, records, observer, poll, failures, notes };
+  if (plan.shards) {
+    const sharded: ChildConfig = { ...base, leaseMs: SHARD_LEASE_MS };
+    const kit = { base: sharded, profile, poll, records, scope, definition, checks };
+    return plan.shards === "zombie" ? attemptZombie(kit) : attemptDoubleIdentity(kit);
+  }
   let declined = 0;
 
   const runs = [...plan.runs];
@@ -362,47 +352,9 @@ async function attemptScenario(
     }
   }
 
-  const final = await runChild(
+  return finalRunAndCheck(
+    checks,
     { ...base, parallelism: plan.final?.parallelism ?? base.parallelism, ...plan.final?.config },
-    poll,
+    declined,
   );
-  declined += final.outcome?.declined ?? 0;
-  if (final.code !== 0) {
-    const code = final.outcome?.errorCode;
-    if (code && plan.loudFailureAllowed?.includes(code)) {
-      notes.push(`failed loudly as allowed: ${final.outcome?.error}`);
-      return { kind: "tested", failures, notes };
-    }
-    const expired = await expiredByTimeout(final, sink.transactionTimeoutMs, scope);
-    if (expired) return { kind: "inconclusive", reason: `the final run: ${expired}` };
-    failures.push(`the final run should finish but ${describeExit(final)}`);
-    return { kind: "tested", failures, notes };
-  }
-
-  const ended = await observer.poll("ended");
-  const journal = await readJournal(scope);
-  const check: CheckResult = {
-    ...(upserts ? { committed: ended.length, lost: [], duplicated: [], phantom: [] } : checkIds(records, ended)),
-    expected: records,
-    visibleBeforeComplete: [...observer.early].sort((a, b) => a - b),
-    lingering: (await definition.probeLingering?.(scope)) ?? [],
-    torn: atomic ? observer.torn(completedTransactions(journal)) : [],
-    ...(upserts
-      ? {
-          upserts: {
-            movedBack: observer.movedBack,
-            nondeterministic: observer.nondeterministic,
-            unordered: observer.unordered,
-            misrouted: observer.misrouted,
-            stale: observer.staleKeys(),
-          },
-        }
-      : {}),
-  };
-  failures.push(...violations(check, sink.guarantee === DeliveryGuarantee.AT_LEAST_ONCE));
-  if (check.duplicated.length > 0 && failures.length === 0) {
-    notes.push(`${check.duplicated.length} ids duplicated, as at-least-once allows`);
-  }
-  if (declined > 0) notes.push(`${declined} checkpoints declined`);
-  return { kind: "tested", failures, notes, check };
 }

@@ -77,6 +77,12 @@ export interface ScenarioPlan {
   /** The final run may fail loudly instead of finishing (transaction timeout). */
   readonly loudFailureAllowed?: readonly string[];
   readonly requires?: readonly Requirement[];
+  /**
+   * The job runs as shard 0 of 1 with a short lease in several processes at once
+   * (shard-scenarios.ts): a paused owner and its successor, or two owners started together.
+   * `runs` is empty: the scenario drives its processes itself.
+   */
+  readonly shards?: "zombie" | "double-identity";
 }
 
 /** "soak": the full profile, with many kills per chaos scenario (`pnpm soak` runs it in rounds). */
@@ -589,6 +595,28 @@ export function planScenarios(
           ),
         final: { parallelism: 2, config: { workers: 2 } },
         requires: ["onThreads", "restoredState", ...pending],
+      },
+    },
+    {
+      plan: {
+        name: "zombie",
+        description:
+          "the job as shard 0 of 1 (2 s lease): its owner is paused (SIGSTOP) at a barrier with records in its open transaction, a successor takes the shard and commits, then the owner is resumed (SIGCONT)",
+        catches:
+          "a sink that skips its fence (I9): a zombie's pre-commit, begin or late commit after the takeover that is taken, becomes visible or lingers",
+        runs: [],
+        shards: "zombie",
+        requires: ["restoredState"],
+      },
+    },
+    {
+      plan: {
+        name: "double-identity",
+        description:
+          "two processes started at once as the same shard: one owns it and finishes the input while the other waits, then the other takes it over and finds nothing left",
+        catches: "two owners of one shard writing at once; a standby that writes, or a takeover that repeats work",
+        runs: [],
+        shards: "double-identity",
       },
     },
     {

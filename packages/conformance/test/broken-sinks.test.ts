@@ -138,6 +138,14 @@ const cases: Array<{
     scenario: "batch-sizes",
     says: /^lost/,
   },
+  // 9. A paused owner resumed after a successor took its shard, with no fence to refuse it.
+  {
+    kind: "9: zombie without a fence",
+    invariant: "I9",
+    definition: toyDefinition("skips-fence"),
+    scenario: "zombie",
+    says: /left by the zombie after the takeover/,
+  },
 ];
 
 /**

@@ -46,7 +46,9 @@ const VARIANT_SCENARIOS = {
    * the sink's code is the same, the checkpoint store is what changes, so the scenarios where
    * what a checkpoint holds decides the outcome: the final checkpoint of a stop, a crash on
    * either side of a checkpoint becoming durable, recovering twice from one, a declined one,
-   * and restoring at another parallelism.
+   * and restoring at another parallelism; and the shard's lease and head, which live beside
+   * the checkpoints (S3 conditional writes instead of the file system's): a zombie resumed
+   * after the takeover, and two owners started at once.
    */
   "s3-checkpoints": [
     "graceful-stop",
@@ -55,6 +57,8 @@ const VARIANT_SCENARIOS = {
     "double-crash",
     "declined-checkpoint",
     "rescale-up",
+    "zombie",
+    "double-identity",
   ],
   /**
    * The S3 file sink with part files of several 5 MiB upload parts: crashes and kills that

@@ -5,18 +5,31 @@
  * SIGTERM (graceful stop); it prints a line at each completed checkpoint and an outcome
  * line when it ends by itself.
  */
-import { loadJob, silentLogger } from "@exactly/core";
+import { type Logger, loadJob, silentLogger } from "@exactly/core";
 import { CHECKPOINT_PREFIX, type ChildConfig, type ChildOutcome, OUTCOME_PREFIX } from "./child-protocol.ts";
 import { threadControl } from "./scenario-job.ts";
 
 const config = JSON.parse(process.env.CONFORMANCE_CONFIG ?? "{}") as ChildConfig;
 const control = threadControl(config);
+/**
+ * A sharded child says on stderr who owns the shard (`waiting for shard 0 of 1: …`, `owns
+ * shard 0 of 1 at epoch e`) and where it resumed: what the shard scenarios read to know
+ * that one process stood by while another owned the shard.
+ */
+const shardLogger: Logger = {
+  info: (message) => {
+    if (/shard|resuming/.test(message)) process.stderr.write(`${message}\n`);
+  },
+  warn: () => {},
+  error: () => {},
+};
 // The module beside this script, as every worker thread imports it again.
 const job = await loadJob(
   new URL(import.meta.url.endsWith(".ts") ? "./scenario-job.ts" : "./scenario-job.js", import.meta.url),
   {
     params: { config },
-    runtime: { logger: silentLogger },
+    runtime: { logger: config.leaseMs === undefined ? silentLogger : shardLogger },
+    ...(config.leaseMs === undefined ? {} : { shard: { index: 0, count: 1 }, lease: { durationMs: config.leaseMs } }),
   },
 );
 
@@ -44,11 +57,13 @@ try {
 } catch (error) {
   const cause = (error as { cause?: unknown }).cause ?? error;
   const code = (cause as { code?: unknown }).code;
+  const reason = (error as { reason?: unknown }).reason;
   report({
     ok: false,
     checkpoints: control.completed,
     declined,
     ...(typeof code === "string" ? { errorCode: code } : {}),
+    ...(typeof reason === "string" ? { gaveUp: reason } : {}),
     error: error instanceof Error ? error.message : String(error),
   });
   process.exitCode = 1;

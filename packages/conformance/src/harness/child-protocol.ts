@@ -36,6 +36,20 @@ export interface FaultPlan {
   readonly afterCheckpoints: number;
 }
 
+/**
+ * A sharded child pauses itself (SIGSTOP) once `afterCheckpoints` checkpoints completed, at
+ * the next barrier of a subtask that wrote records since its last one, right before that
+ * subtask's `snapshotState`: the sink holds an open transaction with work in it. It prints
+ * {@link PAUSED_PREFIX} first. When the test process resumes it (SIGCONT), the snapshot runs
+ * (pre-commit, and the next transaction begun: the zombie's first writes after the
+ * takeover); the child prints {@link RESUMED_PREFIX} with what came of it, and if the
+ * sink took that work, the child SIGKILLs itself, as an orchestrator does to a pod it
+ * gave up on: whatever the zombie did after the takeover stays for the checks to find.
+ */
+export interface ZombiePlan {
+  readonly afterCheckpoints: number;
+}
+
 /** What the test process tells the child job, through the CONFORMANCE_CONFIG variable. */
 export interface ChildConfig {
   readonly sinkModule: string;
@@ -97,6 +111,15 @@ export interface ChildConfig {
   readonly openOrder?: OpenOrder;
   readonly fault?: FaultPlan;
   readonly kill?: KillPlan;
+  /**
+   * Run the job as shard 0 of 1 (`exactly run --shard 0/1`) with a lease of this many ms:
+   * an owner's lease and epoch fence every other process started on the same checkpoints
+   * (docs/design.md §2, Shards). The child prints its ownership lines on stderr
+   * (`waiting for shard …`, `owns shard … at epoch e`).
+   */
+  readonly leaseMs?: number;
+  /** The zombie scenario's pause: see {@link ZombiePlan}. */
+  readonly zombie?: ZombiePlan;
   /** Count the external operations of every hook call and journal them (sizes later kills). */
   readonly measure?: boolean;
 }
@@ -180,9 +203,18 @@ export interface ChildOutcome {
   readonly declined: number;
   readonly errorCode?: string;
   readonly error?: string;
+  /** Why the job's restart strategy gave up (JobFailedError's reason): "the failure is permanent …", "maxRestarts (0) reached". */
+  readonly gaveUp?: string;
 }
 
 export const OUTCOME_PREFIX = "CONFORMANCE_OUTCOME ";
+/** The line a zombie child prints right before it pauses itself, with the checkpoint id of the barrier. */
+export const PAUSED_PREFIX = "CONFORMANCE_PAUSED ";
+/**
+ * The line a zombie child prints once its snapshot after the pause returned or failed:
+ * `{"took": true}` (the sink took the work: the child dies next) or `{"took": false, "code": …}`.
+ */
+export const RESUMED_PREFIX = "CONFORMANCE_RESUMED ";
 /** The line the child prints at each completed checkpoint, with its id. */
 export const CHECKPOINT_PREFIX = "CONFORMANCE_CHECKPOINT ";
 

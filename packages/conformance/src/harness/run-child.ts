@@ -28,8 +28,21 @@ const child = siblingScript(import.meta.url, "child-job");
 /** The script that builds one sink and prints its declarations (see probe-sink.ts). */
 export const probeScript = siblingScript(import.meta.url, "probe-sink");
 
-/** Runs the scenario job once in a child process and reports how it ended. */
-export async function runChild(config: ChildConfig, options: RunOptions = {}): Promise<ChildRun> {
+/** A child process running the scenario job, watched while it runs (the shard scenarios). */
+export interface RunningChild {
+  readonly pid: number;
+  /** Everything it printed on stdout so far. */
+  stdout(): string;
+  /** Everything it printed on stderr so far (the shard ownership lines of a sharded child). */
+  stderr(): string;
+  /** Checkpoints it reported completed so far. */
+  checkpoints(): number;
+  signal(signal: NodeJS.Signals): void;
+  readonly ended: Promise<ChildRun>;
+}
+
+/** Starts the scenario job in a child process; `runChild` waits for it, the shard scenarios watch it. */
+export function startChild(config: ChildConfig, options: RunOptions = {}): RunningChild {
   const proc = spawn(process.execPath, [...child.execArgv, child.path], {
     env: {
       ...process.env,
@@ -45,8 +58,8 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
   let stopSent = false;
   proc.stdout.on("data", (chunk) => {
     stdout += chunk;
-    if (options.stopAfterCheckpoints === undefined || stopSent) return;
     checkpoints = stdout.split(CHECKPOINT_PREFIX).length - 1;
+    if (options.stopAfterCheckpoints === undefined || stopSent) return;
     if (checkpoints >= options.stopAfterCheckpoints) {
       stopSent = true;
       proc.kill("SIGTERM");
@@ -58,20 +71,37 @@ export async function runChild(config: ChildConfig, options: RunOptions = {}): P
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.on("exit", (code, signal) => resolve({ code, signal })),
   );
-  let running = true;
-  const polling = (async () => {
-    while (running && options.poll) {
-      await options.poll();
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  const ended = (async (): Promise<ChildRun> => {
+    let running = true;
+    const polling = (async () => {
+      while (running && options.poll) {
+        await options.poll();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const { code, signal } = await exited;
+    running = false;
+    await polling;
+    await options.poll?.();
+    const line = stdout.split("\n").find((l) => l.startsWith(OUTCOME_PREFIX));
+    const outcome = line ? (JSON.parse(line.slice(OUTCOME_PREFIX.length)) as ChildOutcome) : undefined;
+    return { code, signal, outcome, stderr: stderr.slice(-4000) };
   })();
-  const { code, signal } = await exited;
-  running = false;
-  await polling;
-  await options.poll?.();
-  const line = stdout.split("\n").find((l) => l.startsWith(OUTCOME_PREFIX));
-  const outcome = line ? (JSON.parse(line.slice(OUTCOME_PREFIX.length)) as ChildOutcome) : undefined;
-  return { code, signal, outcome, stderr: stderr.slice(-4000) };
+  return {
+    pid: proc.pid as number,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    checkpoints: () => checkpoints,
+    signal: (signal) => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+    },
+    ended,
+  };
+}
+
+/** Runs the scenario job once in a child process and reports how it ended. */
+export function runChild(config: ChildConfig, options: RunOptions = {}): Promise<ChildRun> {
+  return startChild(config, options).ended;
 }
 
 /**

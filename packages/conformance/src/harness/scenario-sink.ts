@@ -5,13 +5,22 @@
  * journal (child-protocol.ts) that the test process checks against.
  */
 import { AsyncLocalStorage, createHook } from "node:async_hooks";
-import { appendFileSync, closeSync, openSync, readSync } from "node:fs";
+import { appendFileSync, closeSync, openSync, readSync, writeSync } from "node:fs";
 import { Socket } from "node:net";
+import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import type { Batch, Sink, SinkContext } from "@exactly/core";
 import { armFault } from "@exactly/core/faults";
 import type { ConformanceRecord } from "../definition.ts";
-import { type ChildConfig, type Hook, type JournalEntry, type KillPlan, LANES } from "./child-protocol.ts";
+import {
+  type ChildConfig,
+  type Hook,
+  type JournalEntry,
+  type KillPlan,
+  LANES,
+  PAUSED_PREFIX,
+  RESUMED_PREFIX,
+} from "./child-protocol.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -140,6 +149,40 @@ export class ScenarioControl {
     }
   }
 
+  /**
+   * Whether the zombie pause (config.zombie) is due at this barrier of a subtask that holds
+   * written records: once per process, whichever thread gets there first (a marker file
+   * created exclusively, since each worker thread has a control of its own).
+   */
+  zombieDue(holdsWork: boolean): boolean {
+    const zombie = this.config.zombie;
+    if (!zombie || this.paused || !holdsWork || this.completed < zombie.afterCheckpoints) return false;
+    this.paused = true;
+    try {
+      closeSync(openSync(join(this.config.scope.dir, `.conformance-paused-${process.pid}`), "wx"));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  private paused = false;
+
+  /** Pauses the whole process (SIGSTOP) until the test process sends SIGCONT. */
+  pauseAsZombie(checkpointId: number): void {
+    // Synchronous writes: the test process must see the line before the process stops.
+    writeSync(1, `${PAUSED_PREFIX}${checkpointId}\n`);
+    process.kill(process.pid, "SIGSTOP");
+  }
+
+  /**
+   * The zombie's first call after the pause came back: the sink took its work (then the
+   * child dies here, leaving what it did for the checks), or refused it with `code`.
+   */
+  resumedAsZombie(outcome: { took: true } | { took: false; code: string | undefined }): void {
+    writeSync(1, `${RESUMED_PREFIX}${JSON.stringify(outcome)}\n`);
+    if (outcome.took) process.kill(process.pid, "SIGKILL");
+  }
+
   journal(entry: JournalEntry): void {
     // Synchronous: a SIGKILL right after must not lose the line.
     appendFileSync(this.journalPath, `${JSON.stringify(entry)}\n`);
@@ -222,6 +265,15 @@ function synchronousClients(): Array<[Record<string, unknown>, readonly string[]
   } catch {
     return [];
   }
+}
+
+/** The `code` of an error or of its cause (ShardFencedError's SHARD_FENCED …). */
+function errorCode(error: unknown): string | undefined {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+  }
+  return undefined;
 }
 
 /** Pending work in a restored state, as the base classes record it (a `pending` list). */
@@ -322,7 +374,18 @@ export class ScenarioSink implements Sink<ConformanceRecord> {
       const after = config.killInSlowSnapshotAfter;
       if (after !== undefined && this.control.completed >= after) this.control.die("snapshotState", 0, false);
     }
-    const state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
+    // The zombie scenario: paused holding an open transaction with records in it; resumed
+    // after a successor took the shard, this snapshot is the zombie's first write.
+    const zombie = this.control.zombieDue(Object.keys(lanes).length > 0);
+    if (zombie) this.control.pauseAsZombie(checkpointId);
+    let state: unknown;
+    try {
+      state = await this.control.track("snapshotState", () => this.inner.snapshotState(checkpointId));
+    } catch (error) {
+      if (zombie) this.control.resumedAsZombie({ took: false, code: errorCode(error) });
+      throw error;
+    }
+    if (zombie) this.control.resumedAsZombie({ took: true });
     if (lanes && Object.keys(lanes).length > 0) this.preCommitted.push(checkpointId);
     this.control.journal({
       e: "snapshot",
