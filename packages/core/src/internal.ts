@@ -30,6 +30,8 @@ export {
   RestartBackoff,
   type RestartDecision,
 } from "./runtime/runner/restart-strategy.ts";
+// A sharded job's checkpoints (shards/), as the conformance suite reads them in its shard scenarios.
+export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export { transactionsInState } from "./sinks/lingering-work-finder.ts";
 export { siblingScript } from "./util/child-script.ts";
 export {
