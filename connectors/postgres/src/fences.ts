@@ -18,18 +18,14 @@
  * sharded) nothing here runs: no table, no statement.
  *
  * Fences outlive the lease they came from: a job run again from a fresh checkpoint location
- * starts a new lease at epoch 1, below the fences its earlier run left. The first owner of a
- * lease (epoch 1) therefore takes fences above it for an earlier run's and lowers them when
- * it raises; it still never ends a session while a fence is above it.
+ * keeps its sink names. Its epochs begin at its first layout's clock (core's shard-layout.ts),
+ * above every epoch an earlier run left, so it raises those fences like any newer owner.
  */
 import { ShardFencedError, type ShardOwnership, TransientError } from "@exactly/core";
 import { ensureTable, FENCE_TABLE } from "./bookkeeping.ts";
 import { type PostgresConnection, sqlstateOf } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
 import { endEarlierOwners } from "./startup-checks.ts";
-
-/** The epoch of a new lease's first owner. */
-const FIRST_EPOCH = 1;
 
 /** How long one raise waits for a row lock before the lingering work is rolled back again. */
 const RAISE_LOCK_TIMEOUT_MS = 1000;
@@ -41,15 +37,12 @@ export class SinkFences {
   private readonly schema: string;
   private readonly sink: string;
   readonly epoch: number;
-  /** The first owner of a new lease: fences above it are an earlier run's (see above). */
-  private readonly first: boolean;
 
   constructor(schema: string, sink: string, ownership: ShardOwnership) {
     this.schema = schema;
     this.table = qualifiedName(schema, FENCE_TABLE);
     this.sink = sink;
     this.epoch = ownership.epoch;
-    this.first = ownership.epoch === FIRST_EPOCH;
   }
 
   ensure(connection: PostgresConnection): Promise<void> {
@@ -61,9 +54,9 @@ export class SinkFences {
     );
   }
 
-  /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already (never for the first owner). */
+  /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already. */
   async assertCurrent(connection: PostgresConnection, indexes: readonly number[]): Promise<void> {
-    if (!this.first) await this.assertNewest(connection, indexes);
+    await this.assertNewest(connection, indexes);
   }
 
   /** Before ending another session: refuses if any of these fences is above this epoch, whoever this owner is. */
@@ -129,10 +122,9 @@ export class SinkFences {
         `INSERT INTO ${this.table} (sink, subtask, epoch) SELECT $1, i, $3 FROM unnest($2::int[]) AS i ON CONFLICT (sink, subtask) DO NOTHING`,
         [this.sink, indexes, this.epoch],
       );
-      // Only rows below this epoch are locked: an equal one (a restart at the same epoch) is left
-      // alone. The first owner also lowers an earlier run's.
+      // Only rows below this epoch are locked: an equal one (a restart at the same epoch) is left alone.
       await connection.query(
-        `UPDATE ${this.table} SET epoch = $3, raised_at = now() WHERE sink = $1 AND subtask = ANY($2::int[]) AND ${this.first ? "epoch <> $3" : "epoch < $3"}`,
+        `UPDATE ${this.table} SET epoch = $3, raised_at = now() WHERE sink = $1 AND subtask = ANY($2::int[]) AND epoch < $3`,
         [this.sink, indexes, this.epoch],
       );
       const { rows } = await connection.query(

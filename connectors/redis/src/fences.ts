@@ -14,8 +14,8 @@
  * when the prefix has a hash tag of its own.
  *
  * Fences outlive the lease they came from: a job run again from a fresh checkpoint location
- * starts a new lease at epoch 1, below the fences its earlier run left, so the first owner of
- * a lease (epoch 1) takes fences above it for an earlier run's and lowers them at its raise.
+ * keeps its sink names. Its epochs begin at its first layout's clock (core's shard-layout.ts),
+ * above every epoch an earlier run left, so it raises those fences like any newer owner.
  */
 import { ConfigurationError, ShardFencedError } from "@exactly/core";
 import { hashTag, MARKER_NAMESPACE } from "./key-names.ts";

@@ -152,12 +152,8 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     if (fences) await raiseFences(this.open_, [fences], this.sinkName);
   }
 
-  /**
-   * Refuses to go on if a newer owner raised the fence of any of these markers; never for the
-   * first owner of a new lease (epoch 1), which takes fences above it for an earlier run's.
-   */
+  /** Refuses to go on if a newer owner raised the fence of any of these markers. */
   private async assertCurrent(markers: readonly string[]): Promise<void> {
-    if (this.epoch === 1) return;
     for (const marker of markers) {
       const [fence] = await this.open_.hashFields(marker, ["fence"]);
       if (Number(fence ?? 0) > this.epoch) throw this.fenced(marker, fence);

@@ -178,8 +178,7 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
   it("the scripts themselves refuse an old owner's call that read the marker before the raise, and its forgetting of markers", async () => {
     const target = targetOf();
     const prefix = prefixFor(target, "script", true);
-    // The successor at epoch 3, the old owner at 2 (epoch 1 is a new lease's first owner, which
-    // takes fences above it for an earlier run's).
+    // The successor at epoch 3, the old owner at 2.
     const successor = writeAhead(target, prefix);
     await successor.open(owned(3, await storage()));
     const upserter = upsert(target, prefix);
@@ -255,7 +254,7 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
   });
 
   it.each(["write-ahead", "upsert", "at-least-once"] as const)(
-    "%s: a job run again from a fresh checkpoint location: its first owner (epoch 1) takes the earlier run's fences and lowers them",
+    "%s: a job run again from a fresh checkpoint location, whose epochs begin above the earlier run's, raises its fences",
     async (kind) => {
       const target = targetOf();
       const prefix = prefixFor(target, `rerun-${kind}`, true);
@@ -263,8 +262,8 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
       const earlier = make(target, prefix);
       await earlier.open(owned(5, await storage()));
       await earlier.close();
-      // The new run's lease starts again at 1: its owners at 1 and then 2 open and write.
-      for (const epoch of [1, 2]) {
+      // The new run's epochs begin at its first layout's clock, above the earlier run's: its owners open and write.
+      for (const epoch of [6, 7]) {
         const sink = make(target, prefix);
         await sink.open(owned(epoch, await storage()));
         await sink.writeBatch(rows([epoch]));

@@ -178,14 +178,18 @@ describe("a job run as shards", () => {
         expect(ownsKey({ index, count: 2 }, r.key, MAX_PARALLELISM)).toBe(true);
 
     expect((await readdir(dir)).sort()).toEqual(["_layout", "shard-0", "shard-1"]);
-    const epochDir = join(dir, "shard-1", "epoch-1");
+    // A run's epochs begin at its first layout's clock (shard-layout.ts).
+    const epochName = (await readdir(join(dir, "shard-1"))).find((n) => n.startsWith("epoch-")) as string;
+    const epoch = Number(epochName.slice("epoch-".length));
+    expect(epoch).toBeGreaterThan(1_700_000_000_000);
+    const epochDir = join(dir, "shard-1", epochName);
     const last = (await readdir(epochDir))
       .filter((n) => n.startsWith("chk-"))
       .sort()
       .at(-1) as string;
     const metadata = JSON.parse(await readFile(join(epochDir, last, "_metadata"), "utf8"));
     expect(metadata.shard).toEqual({ index: 1, count: 2 });
-    expect(metadata.epoch).toBe(1);
+    expect(metadata.epoch).toBe(epoch);
     // Shard 1 of 2 at parallelism 2 runs global subtasks 2 and 3 of 4.
     expect(metadata.stages.out.parallelism).toBe(4);
     expect(
@@ -248,8 +252,17 @@ describe("a job run as shards", () => {
     };
     const committedCount = () => store.committed.length;
     const runFor = async (count: number, until: number, end: "cancel" | "stop") => {
-      const clients = Array.from({ length: count }, (_, index) => job({ index, count }).start());
-      while (committedCount() < until) await new Promise((resolve) => setTimeout(resolve, 20));
+      const completed = new Array<number>(count).fill(0);
+      const clients = Array.from({ length: count }, (_, index) =>
+        job({ index, count }).start({
+          onComplete: () => {
+            completed[index] = (completed[index] ?? 0) + 1;
+          },
+        }),
+      );
+      // Every shard has a checkpoint of its own before the layout ends: a rescale needs one of each.
+      while (committedCount() < until || completed.some((n) => n < 2))
+        await new Promise((resolve) => setTimeout(resolve, 20));
       if (end === "stop") await Promise.all(clients.map((c) => c.stop()));
       else {
         for (const c of clients) c.cancel();

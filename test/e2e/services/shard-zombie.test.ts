@@ -68,13 +68,15 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
         async () => ((await head(at))?.latest?.checkpointId ?? 0) >= 3,
         [old],
       );
+      // A run's epochs begin at its first layout's clock; each new owner takes the next one.
+      const first = (await head(at))?.epoch as number;
       old.child.kill("SIGSTOP");
       const pausedAt = (await head(at))?.latest;
       successor = startShard(out, at, args);
       const next = successor;
       await until(
-        "the successor completed a checkpoint at epoch 2",
-        async () => (await head(at))?.latest?.epoch === 2,
+        "the successor completed a checkpoint at the next epoch",
+        async () => (await head(at))?.latest?.epoch === first + 1,
         [old, next],
       );
       expect(next.stderr).toContain("waiting for shard 0 of 1");
@@ -83,15 +85,15 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
       // Resumed, the old owner finds its lease gone: its attempt fails, and it waits for the shard again.
       await until(
         "the old owner noticed it lost the shard",
-        async () => /shard lease|epoch 1 of this shard is fenced/.test(old.stderr),
+        async () => /shard lease|of this shard is fenced/.test(old.stderr),
         [old, next],
       );
-      expect((await head(at))?.epoch).toBe(2);
+      expect((await head(at))?.epoch).toBe(first + 1);
       expect(await next.exited).toEqual({ code: 0, signal: null });
-      // The successor finished and released the shard: the old process takes it at epoch 3,
-      // restores the final checkpoint, finds nothing left to read, and ends.
+      // The successor finished and released the shard: the old process takes it at the epoch
+      // after, restores the final checkpoint, finds nothing left to read, and ends.
       expect(await old.exited).toEqual({ code: 0, signal: null });
-      expect(old.stderr).toContain("owns shard 0 of 1 at epoch 3");
+      expect(old.stderr).toContain(`owns shard 0 of 1 at epoch ${first + 2}`);
     } finally {
       old.child.kill("SIGKILL");
       successor?.child.kill("SIGKILL");
@@ -108,30 +110,32 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
     // metadata write: only the head's compare-and-set stands between it and a commit.
     const old = startShard(out, at, args, { EXACTLY_FAULT: "before-checkpoint-head@4", EXACTLY_FAULT_ACTION: "stop" });
     let successor: Proc | undefined;
+    let first = 0;
     try {
       await until(
         "the first owner stopped at the head write",
         async () => old.stderr.includes("exactly-fault: stopped"),
         [old],
       );
-      expect((await head(at))?.latest).toEqual({ checkpointId: 3, epoch: 1 });
+      first = (await head(at))?.epoch as number;
+      expect((await head(at))?.latest).toEqual({ checkpointId: 3, epoch: first });
       // Its checkpoint 4 is written, and not complete: the head does not name it.
-      const written = await at.storage.scoped?.("shard-0").scoped?.("epoch-1").load?.(4);
-      expect(written?.metadata).toMatchObject({ checkpointId: 4, epoch: 1 });
+      const written = await at.storage.scoped?.("shard-0").scoped?.(`epoch-${first}`).load?.(4);
+      expect(written?.metadata).toMatchObject({ checkpointId: 4, epoch: first });
       successor = startShard(out, at, args);
       const next = successor;
       await until(
-        "the successor completed a checkpoint at epoch 2",
-        async () => (await head(at))?.latest?.epoch === 2,
+        "the successor completed a checkpoint at the next epoch",
+        async () => (await head(at))?.latest?.epoch === first + 1,
         [old, next],
       );
       expect(next.stderr).toContain("resuming from checkpoint 3");
       old.child.kill("SIGCONT");
       // Resumed inside the completion of checkpoint 4: its metadata is written, but the head,
-      // which the successor fenced at epoch 2, refuses to name it, so no sink commits it.
+      // which the successor fenced at the next epoch, refuses to name it, so no sink commits it.
       await until(
         "the old owner failed its attempt",
-        async () => /shard lease taken by another owner|epoch 1 of this shard is fenced/.test(old.stderr),
+        async () => /shard lease taken by another owner|of this shard is fenced/.test(old.stderr),
         [old, next],
       );
       expect(await next.exited).toEqual({ code: 0, signal: null });
@@ -140,11 +144,11 @@ describe.each(locations)("a shard's owner paused past its lease, %s", (_, locate
       old.child.kill("SIGKILL");
       successor?.child.kill("SIGKILL");
     }
-    // The head never named the old owner's checkpoint 4: the last owner, at epoch 3, completed last.
-    expect((await head(at))?.latest?.epoch).toBe(3);
+    // The head never named the old owner's checkpoint 4: the last owner, two epochs on, completed last.
+    expect((await head(at))?.latest?.epoch).toBe(first + 2);
     // Once it completed a checkpoint, the last owner removed the folders of the epochs before it.
     expect((await at.storage.scoped?.("shard-0").scopes?.())?.filter((n) => n.startsWith("epoch-"))).toEqual([
-      "epoch-3",
+      `epoch-${first + 2}`,
     ]);
     await expectExactOutput(out);
   });

@@ -118,21 +118,18 @@ return applied
 /**
  * Raises fences (I9): KEYS[i] is a hash and ARGV[i + 1] its field holding an epoch; ARGV[1] is
  * the new owner's epoch. If any of them is above it, nothing is raised and the call is refused
- * (this owner is not the newest); else each is set to it. The first owner of a new lease
- * (epoch 1) takes fences above it for an earlier run's and lowers them. Returns how many were
- * set.
+ * (this owner is not the newest); else each is set to it. Returns how many were set.
  */
 const RAISE_FENCES = `
 local epoch = tonumber(ARGV[1])
-local first = epoch == 1
 for i = 1, #KEYS do
   local fence = tonumber(redis.call('HGET', KEYS[i], ARGV[i + 1]) or '0')
-  if fence > epoch and not first then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+  if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
 end
 local raised = 0
 for i = 1, #KEYS do
   local fence = tonumber(redis.call('HGET', KEYS[i], ARGV[i + 1]) or '0')
-  if fence < epoch or (first and fence ~= epoch) then
+  if fence < epoch then
     redis.call('HSET', KEYS[i], ARGV[i + 1], epoch)
     raised = raised + 1
   end
@@ -142,16 +139,15 @@ return raised
 
 /**
  * A fresh start's forgetting of write-ahead markers in a sharded job: KEYS are the markers,
- * ARGV[1] the owner's epoch. If any marker's fence is above it (and this is not a new lease's
- * first owner, epoch 1, which takes such fences for an earlier run's), nothing is forgotten
- * and the call is refused; else each marker loses its progress (checkpoint, ops, done) and
- * keeps its fence. Returns how many were forgotten.
+ * ARGV[1] the owner's epoch. If any marker's fence is above it, nothing is forgotten and the
+ * call is refused; else each marker loses its progress (checkpoint, ops, done) and keeps its
+ * fence. Returns how many were forgotten.
  */
 const FORGET_MARKERS = `
 local epoch = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local fence = tonumber(redis.call('HGET', KEYS[i], 'fence') or '0')
-  if fence > epoch and epoch ~= 1 then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
+  if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
 end
 for i = 1, #KEYS do redis.call('HDEL', KEYS[i], 'checkpoint', 'ops', 'done') end
 return #KEYS

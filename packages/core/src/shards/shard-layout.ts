@@ -110,13 +110,20 @@ function describeBase(base: readonly BaseCheckpoint[]): string {
   return base.map((b) => `shard ${b.shard}'s checkpoint ${b.checkpointId}`).join(", ");
 }
 
-/** The first sharded layout: from the job's unsharded checkpoints at the location's root, if any. */
+/**
+ * The first sharded layout: from the job's unsharded checkpoints at the location's root, if
+ * any. Its owners' epochs begin at this clock's milliseconds, not at 1: a sink's fences
+ * outlive the lease (a job run again into a fresh checkpoint location keeps its sink names),
+ * and a later run's epochs must be above every epoch an earlier one left there. A clock behind
+ * by more than the time between the two runs gets the new run's owners refused, naming the
+ * fence, never let through.
+ */
 async function firstLayout(storage: Storage, count: number): Promise<ShardLayout> {
   const latest = await storage.loadLatest();
   return {
     count,
     generation: 1,
-    minEpoch: 1,
+    minEpoch: Date.now(),
     base: latest ? [{ shard: undefined, checkpointId: latest.metadata.checkpointId, epoch: undefined }] : [],
   };
 }
