@@ -226,9 +226,10 @@ describe("a job run as shards", () => {
         workers: 1,
         logger: silentLogger,
         checkpoint: { storage: dir, intervalMs: 20 },
-        restart: { maxRestarts: 0 },
+        // A lease lost to a stalled event loop (a loaded machine) is restarted from, as in production.
+        restart: { initialDelayMs: 10, maxDelayMs: 50 },
         // Lost shards' leases run out before the next layout can take their shards.
-        lease: { durationMs: 600 },
+        lease: { durationMs: 1500 },
       });
       j.fromSource(
         new GeneratorSource({
@@ -260,9 +261,14 @@ describe("a job run as shards", () => {
           },
         }),
       );
+      // A shard that failed for good ends the test at once, rather than at its timeout.
+      let failed: unknown;
+      for (const c of clients) c.result.catch((error: unknown) => (failed ??= error));
       // Every shard has a checkpoint of its own before the layout ends: a rescale needs one of each.
-      while (committedCount() < until || completed.some((n) => n < 2))
+      while (committedCount() < until || completed.some((n) => n < 2)) {
+        if (failed !== undefined) throw failed;
         await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       if (end === "stop") await Promise.all(clients.map((c) => c.stop()));
       else {
         for (const c of clients) c.cancel();
