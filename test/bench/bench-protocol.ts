@@ -56,6 +56,28 @@ export function reportResult(result: CaseResult): void {
 }
 
 /**
+ * Processes run at once, reported as one case over `records`: from the first one's records
+ * flowing to the last one's last commit, CPU and peak RSS summed over them. `startedAt` is when
+ * each one's records began to flow, on this process's clock.
+ */
+export async function reportTogether(
+  records: number,
+  runs: ReadonlyArray<Promise<CaseResult & { startedAt: number }>>,
+): Promise<void> {
+  const results = await Promise.all(runs);
+  const start = Math.min(...results.map((r) => r.startedAt));
+  const end = Math.max(...results.map((r) => r.startedAt + r.seconds * 1000));
+  reportResult({
+    records,
+    seconds: (end - start) / 1000,
+    checkpointMs: results.flatMap((r) => r.checkpointMs),
+    commitMs: results.flatMap((r) => r.commitMs ?? []),
+    cpuSeconds: results.reduce((sum, r) => sum + r.cpuSeconds, 0),
+    peakRssMb: results.reduce((sum, r) => sum + r.peakRssMb, 0),
+  });
+}
+
+/**
  * Runs one case's child process and gives the result it reported; rejects, naming `label`,
  * when the process ends badly or reports nothing.
  */

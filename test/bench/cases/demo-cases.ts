@@ -17,7 +17,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee, silentLogger } from "@exactly/core";
 import { loadDemoJob } from "../../../packages/cli/src/demo/demo-job.ts";
-import { type CaseResult, executeAndReport, pace, report, reportResult, runCaseProcess } from "../bench-protocol.ts";
+import { type CaseResult, executeAndReport, pace, report, reportTogether, runCaseProcess } from "../bench-protocol.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -82,27 +82,12 @@ async function p1Process(count: number, subdir: string, name = "P=1"): Promise<C
  */
 async function twoProcesses(): Promise<void> {
   const half = Math.ceil(records / 2);
-  await reportTogether([p1Process(half, "process-0"), p1Process(records - half, "process-1")]);
+  await reportTogether(records, [p1Process(half, "process-0"), p1Process(records - half, "process-1")]);
 }
 
 /** Shard 0 and shard 1 of 2 at once, in one checkpoint location and output, each on its half of the keys. */
 async function twoShards(): Promise<void> {
-  await reportTogether([p1Process(records, "job", "shard 0/2"), p1Process(records, "job", "shard 1/2")]);
-}
-
-/** Processes run at once, as one case: from the first one's records flowing to the last one's last commit. */
-async function reportTogether(runs: ReadonlyArray<Promise<CaseResult & { startedAt: number }>>): Promise<void> {
-  const results = await Promise.all(runs);
-  const start = Math.min(...results.map((r) => r.startedAt));
-  const end = Math.max(...results.map((r) => r.startedAt + r.seconds * 1000));
-  reportResult({
-    records,
-    seconds: (end - start) / 1000,
-    checkpointMs: results.flatMap((r) => r.checkpointMs),
-    commitMs: results.flatMap((r) => r.commitMs ?? []),
-    cpuSeconds: results.reduce((sum, r) => sum + r.cpuSeconds, 0),
-    peakRssMb: results.reduce((sum, r) => sum + r.peakRssMb, 0),
-  });
+  await reportTogether(records, [p1Process(records, "job", "shard 0/2"), p1Process(records, "job", "shard 1/2")]);
 }
 
 const cases: Record<string, () => Promise<void>> = {

@@ -14,7 +14,7 @@ import {
   type CaseResult,
   executeAndReport,
   report,
-  reportResult,
+  reportTogether,
   resuming,
   runCaseProcess,
   runId,
@@ -75,17 +75,7 @@ async function twoShards(): Promise<void> {
     const result: CaseResult = await runCaseProcess(process.execPath, args, env, `shard ${k} of 2`);
     return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
   };
-  const results = await Promise.all([shard(0), shard(1)]);
-  const start = Math.min(...results.map((r) => r.startedAt));
-  const end = Math.max(...results.map((r) => r.startedAt + r.seconds * 1000));
-  reportResult({
-    records,
-    seconds: (end - start) / 1000,
-    checkpointMs: results.flatMap((r) => r.checkpointMs),
-    commitMs: results.flatMap((r) => r.commitMs ?? []),
-    cpuSeconds: results.reduce((sum, r) => sum + r.cpuSeconds, 0),
-    peakRssMb: results.reduce((sum, r) => sum + r.peakRssMb, 0),
-  });
+  await reportTogether(records, [shard(0), shard(1)]);
 }
 
 /** The baseline: the same records written by a bare kafkajs producer, in batches. */
