@@ -2,19 +2,22 @@ import { randomUUID } from "node:crypto";
 import kafkajs from "kafkajs";
 import { benchRecord } from "./bench-protocol.ts";
 
-/** Fills a fresh input topic with the benchmark's records, once, before the Kafka cases run. */
-export async function prepareKafkaInput(brokers: string[], records: number): Promise<string> {
+/**
+ * Fills a fresh input topic with the benchmark's records `from` up to `to`, once, before the
+ * Kafka cases run.
+ */
+export async function prepareKafkaInput(brokers: string[], from: number, to: number, partitions = 4): Promise<string> {
   const kafka = new kafkajs.Kafka({ clientId: "exactly-bench-input", brokers, logLevel: kafkajs.logLevel.NOTHING });
   const topic = `bench-in-${randomUUID().slice(0, 8)}`;
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: 4 }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions }], waitForLeaders: true });
   await admin.disconnect();
   const producer = kafka.producer({ idempotent: true });
   await producer.connect();
-  for (let start = 0; start < records; start += 10_000) {
+  for (let start = from; start < to; start += 10_000) {
     const messages = [];
-    for (let id = start; id < Math.min(records, start + 10_000); id++)
+    for (let id = start; id < Math.min(to, start + 10_000); id++)
       messages.push({ value: JSON.stringify(benchRecord(id)) });
     await producer.send({ topic, acks: -1, messages });
   }

@@ -190,18 +190,35 @@ const suites: Suite[] = [
       "exactly-once (1 s), P=2, 2 workers",
       "exactly-once (1 s), 1 shard, P=1",
       "exactly-once (1 s), 2 shards, P=1 each",
+      "2 processes, P=1 each",
       "raw",
       "naive",
     ],
     raw: "raw",
+    // The shards (#39) against their ceiling here, two independent unsharded P=1 processes on
+    // half the records each: × raw is then what the lease, the checkpoint head and the fences
+    // leave of that ceiling.
+    rawFor: {
+      "exactly-once (1 s), 2 shards, P=1 each": "2 processes, P=1 each",
+      "2 processes, P=1 each": "2 processes, P=1 each",
+    },
     naive: "naive",
     // Its 100 ms checkpoints commit several times even in a short run of the unpaced input.
     exactlyOnce: ["exactly-once (100 ms)"],
     paced: false,
     sizes: [kafkaRecords],
-    prepare: async () => ({
-      BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, kafkaRecords),
-    }),
+    prepare: async () => {
+      const half = Math.ceil(kafkaRecords / 2);
+      // The two-process ceiling's inputs: each half of the records, on half the partitions.
+      const halves = [
+        await prepareKafkaInput(kafkaBrokers, 0, half, 2),
+        await prepareKafkaInput(kafkaBrokers, half, kafkaRecords, 2),
+      ];
+      return {
+        BENCH_KAFKA_INPUT: await prepareKafkaInput(kafkaBrokers, 0, kafkaRecords),
+        BENCH_KAFKA_INPUT_HALVES: halves.join(","),
+      };
+    },
     ...(kafkaBrokers.length === 0
       ? {
           unavailable: 'EXACTLY_KAFKA_BROKERS is not set (pnpm services up kafka, then eval "$(pnpm -s services env)")',

@@ -5,6 +5,7 @@
  * its own, except `raw`, the baseline, which writes the same records with a bare producer.
  */
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee, loadJob, silentLogger } from "@exactly/core";
@@ -76,6 +77,35 @@ async function twoShards(): Promise<void> {
     return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
   };
   await reportTogether(records, [shard(0), shard(1)]);
+}
+
+/**
+ * The ceiling of the two shards on this machine: two independent P=1 processes, unsharded,
+ * each reading its own half of the records (an input topic of two partitions each) with its
+ * own checkpoints and output topic. No lease, no checkpoint head, nothing shared.
+ */
+async function twoProcesses(): Promise<void> {
+  const halves = (process.env.BENCH_KAFKA_INPUT_HALVES ?? "").split(",");
+  const half = Math.ceil(records / 2);
+  const process_ = async (k: number) => {
+    const spawnedAt = performance.now();
+    const env = {
+      ...process.env,
+      BENCH_KAFKA_INPUT: halves[k],
+      BENCH_KAFKA_OUTPUT: `${output}-${k}`,
+    };
+    const count = k === 0 ? half : records - half;
+    const args = [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      "exactly-once (1 s), P=1",
+      String(count),
+      join(dir, `process-${k}`),
+    ];
+    const result: CaseResult = await runCaseProcess(process.execPath, args, env, `process ${k} of 2`);
+    return { ...result, startedAt: spawnedAt + (result.startupMs ?? 0) };
+  };
+  await reportTogether(records, [process_(0), process_(1)]);
 }
 
 /** The baseline: the same records written by a bare kafkajs producer, in batches. */
@@ -162,6 +192,7 @@ const cases: Record<string, () => Promise<void>> = {
     return framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1);
   },
   "exactly-once (1 s), 2 shards, P=1 each": twoShards,
+  "2 processes, P=1 each": twoProcesses,
   "exactly-once (1 s), shard": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
   raw,
   naive,
