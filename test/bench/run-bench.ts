@@ -6,13 +6,14 @@
  *
  *   pnpm bench [--quick] [--only exchange|demo|shards|file|kafka|postgres|redis|s3] [--rounds R] [--out DIR]
  *              [--records N] [--demo-records N[,N…]] [--kafka-records N] [--pg-records N[,N…]] [--redis-records N]
- *              [--redis-naive-records N] [--s3-mib N] [--no-recovery]
+ *              [--redis-naive-records N] [--s3-mib N] [--no-recovery] [--case NAME …]
  *   pnpm bench --soak SECONDS [--rate N] [--out DIR]
  *
  * --quick runs every suite on small counts (a couple of minutes for all). A list of
  * record counts runs the suite once per count. With --rounds R every case runs R times, the
  * cases taking turns, so that a slow moment of the machine does not fall on one case only;
- * the table gives medians and ranges. Each exactly-once case is also run once more, SIGKILLed
+ * the table gives medians and ranges. --case (repeatable) runs only the named cases of the
+ * chosen suites, with the baselines they are compared with. Each exactly-once case is also run once more, SIGKILLed
  * after its second commit and restarted on its checkpoints: the restart's time to its first
  * commit is its recovery time. The tables go to the terminal and, with the chart, to
  * `--out` (default bench/): results.json, results.md, throughput.svg. --soak runs the demo
@@ -46,6 +47,7 @@ const { values } = parseArgs({
     "redis-naive-records": { type: "string" },
     "s3-mib": { type: "string" },
     only: { type: "string" },
+    case: { type: "string", multiple: true },
     rounds: { type: "string", default: "1" },
     quick: { type: "boolean", default: false },
     "no-recovery": { type: "boolean", default: false },
@@ -383,8 +385,10 @@ for (const suite of suites) {
     continue;
   }
   const env = (await suite.prepare?.()) ?? {};
+  const chosen = chosenCases(suite);
+  if (chosen.cases.length === 0) continue;
   for (const size of suite.sizes) {
-    const summary = await runSuite(suite, size, env);
+    const summary = await runSuite(chosen, size, env);
     console.log(formatSuite(summary));
     summaries.push(summary);
   }
@@ -398,6 +402,22 @@ const results: BenchResults = {
   notRun,
 };
 for (const path of await writeResults(outDir, results)) console.log(`wrote ${path}`);
+
+/** The suite narrowed to the `--case` names and the baselines they are compared with. */
+function chosenCases(suite: Suite): Suite {
+  const picked = new Set(values.case ?? []);
+  if (picked.size === 0) return suite;
+  const named = suite.cases.filter((name) => picked.has(name));
+  if (named.length === 0) return { ...suite, cases: [] };
+  const baselines = new Set<string>();
+  for (const name of named) {
+    const raw = suite.rawFor?.[name] ?? suite.raw;
+    if (raw) baselines.add(raw);
+    if (suite.naive) baselines.add(suite.naive);
+  }
+  const cases = suite.cases.filter((name) => picked.has(name) || baselines.has(name));
+  return { ...suite, cases, exactlyOnce: suite.exactlyOnce.filter((name) => cases.includes(name)) };
+}
 
 async function runSuite(suite: Suite, size: number, env: Record<string, string>): Promise<SuiteSummary> {
   const results = new Map<string, CaseResult[]>(suite.cases.map((name) => [name, []]));

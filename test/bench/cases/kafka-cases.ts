@@ -46,7 +46,19 @@ async function framework(
   workers = 1,
 ): Promise<void> {
   await createOutput();
-  const params: KafkaBenchParams = { name, brokers, input, output, dir, guarantee, intervalMs, parallelism, workers };
+  const prefix = process.env.BENCH_KAFKA_TXN_PREFIX;
+  const params: KafkaBenchParams = {
+    name,
+    brokers,
+    input,
+    output,
+    dir,
+    guarantee,
+    intervalMs,
+    parallelism,
+    workers,
+    ...(prefix ? { transactionalIdPrefix: prefix } : {}),
+  };
   const shard = benchShard();
   const job = await loadJob(new URL("./kafka-job.ts", import.meta.url), {
     params: params as unknown as Record<string, unknown>,
@@ -82,9 +94,11 @@ async function twoShards(): Promise<void> {
 /**
  * The ceiling of the two shards on this machine: two independent P=1 processes, unsharded,
  * each reading its own half of the records (an input topic of two partitions each) with its
- * own checkpoints and output topic. No lease, no checkpoint head, nothing shared.
+ * own checkpoints and transactional ids, into the one output topic as the shards do (so the
+ * broker's share of the machine is the same). No lease, no checkpoint head, no fences.
  */
 async function twoProcesses(): Promise<void> {
+  await createOutput();
   const halves = (process.env.BENCH_KAFKA_INPUT_HALVES ?? "").split(",");
   const half = Math.ceil(records / 2);
   const process_ = async (k: number) => {
@@ -92,7 +106,8 @@ async function twoProcesses(): Promise<void> {
     const env = {
       ...process.env,
       BENCH_KAFKA_INPUT: halves[k],
-      BENCH_KAFKA_OUTPUT: `${output}-${k}`,
+      BENCH_KAFKA_OUTPUT: output,
+      BENCH_KAFKA_TXN_PREFIX: `${output}-process-${k}`,
     };
     const count = k === 0 ? half : records - half;
     const args = [

@@ -12,6 +12,8 @@ export interface KafkaBenchParams {
   readonly brokers: string[];
   readonly input: string;
   readonly output: string;
+  /** Default: the output topic's name. Processes that share the topic but not a job need their own. */
+  readonly transactionalIdPrefix?: string;
   readonly dir: string;
   readonly guarantee: DeliveryGuarantee;
   readonly intervalMs: number;
@@ -43,7 +45,7 @@ export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob
         brokers: p.brokers,
         topic: p.output,
         guarantee: p.guarantee,
-        transactionalIdPrefix: p.output,
+        transactionalIdPrefix: p.transactionalIdPrefix ?? p.output,
         transactionTimeoutMs: 120_000,
         serializer: (value) => ({ value }),
       }),
