@@ -27,8 +27,11 @@ export interface CaseSummary {
   /** records/s over the raw-client baseline's, and over the naive loop's; null where there is none. */
   readonly vsRaw: number | null;
   readonly vsNaive: number | null;
+  /** records/s over the server's own tool doing the same writes; null where there is none. */
+  readonly vsServer: number | null;
   readonly raw: string | null;
   readonly naive: string | null;
+  readonly server: string | null;
 }
 
 export interface SuiteSummary {
@@ -82,6 +85,8 @@ export function summariseSuite(
     readonly raw?: string;
     readonly rawFor?: Readonly<Record<string, string>>;
     readonly naive?: string;
+    readonly server?: string;
+    readonly serverFor?: Readonly<Record<string, string>>;
   },
   size: number,
   results: ReadonlyMap<string, readonly CaseResult[]>,
@@ -90,17 +95,23 @@ export function summariseSuite(
 ): SuiteSummary {
   const plain = suite.cases.map((name) => summariseCase(name, results.get(name) ?? [], recovery.get(name) ?? null));
   const rate = (name: string | undefined) => plain.find((c) => c.case === name)?.recordsPerSecond;
+  const tools = new Set([suite.server, ...Object.values(suite.serverFor ?? {})]);
   const cases = plain.map((c): CaseSummary => {
-    const raw = suite.rawFor?.[c.case] ?? suite.raw;
-    const naive = suite.naive;
+    // The server's tools are references, not compared with the client library.
+    const raw = tools.has(c.case) ? undefined : (suite.rawFor?.[c.case] ?? suite.raw);
+    const naive = tools.has(c.case) ? undefined : suite.naive;
     const rawRate = rate(raw);
     const naiveRate = rate(naive);
+    const server = suite.serverFor?.[c.case] ?? suite.server;
+    const serverRate = rate(server);
     return {
       ...c,
       raw: raw ?? null,
       naive: naive ?? null,
+      server: server ?? null,
       vsRaw: rawRate === undefined || raw === c.case ? null : c.recordsPerSecond / rawRate,
       vsNaive: naiveRate === undefined || naive === c.case ? null : c.recordsPerSecond / naiveRate,
+      vsServer: serverRate === undefined || server === c.case ? null : c.recordsPerSecond / serverRate,
     };
   });
   return { connector: suite.connector, records: size, notes, cases };
@@ -120,6 +131,7 @@ const COLUMNS = [
   "recovery ms",
   "× raw",
   "× naive",
+  "× server",
 ] as const;
 
 function row(c: CaseSummary): string[] {
@@ -135,6 +147,7 @@ function row(c: CaseSummary): string[] {
     c.recoveryMs === null ? "-" : int(c.recoveryMs),
     ratio(c.vsRaw),
     ratio(c.vsNaive),
+    ratio(c.vsServer),
   ];
 }
 
@@ -161,9 +174,19 @@ function baselines(suite: SuiteSummary): string[] {
     if (c.raw === null || c.raw === c.case) continue;
     byRaw.set(c.raw, [...(byRaw.get(c.raw) ?? []), c.case]);
   }
+  const byServer = new Map<string, string[]>();
+  for (const c of suite.cases) {
+    if (c.server === null || c.server === c.case) continue;
+    byServer.set(c.server, [...(byServer.get(c.server) ?? []), c.case]);
+  }
   const naive = suite.cases.find((c) => c.naive !== null)?.naive;
   const raws = [...byRaw].map(([raw, cases]) => `${raw} for ${cases.join(", ")}`);
-  return [...(raws.length ? [`× raw: over ${raws.join("; ")}`] : []), ...(naive ? [`× naive: over ${naive}`] : [])];
+  const servers = [...byServer].map(([server, cases]) => `${server} for ${cases.join(", ")}`);
+  return [
+    ...(raws.length ? [`× raw: over ${raws.join("; ")}`] : []),
+    ...(naive ? [`× naive: over ${naive}`] : []),
+    ...(servers.length ? [`× server: over ${servers.join("; ")}`] : []),
+  ];
 }
 
 function markdown(results: BenchResults): string {
@@ -172,7 +195,7 @@ function markdown(results: BenchResults): string {
     "",
     `Written by \`pnpm bench${results.quick ? " --quick" : ""}\` on ${results.generatedAt}: ${results.machine.cpus} × ${results.machine.cpuModel}, Node ${results.machine.node}, ${results.rounds} round(s) per case (medians; a range where more than one). Benchmarks are not tests: nothing asserts on these figures.`,
     "",
-    "CPU s per M records counts the case's whole process, its start included, which weighs on the small counts of `--quick`. Recovery is the time from the restart of a process SIGKILLed mid-run to its first commit, one checkpoint interval included (1 s; 100 ms for Kafka's case). × raw and × naive are records/s over the raw-client baseline's (the same writes with the client library alone) and over the naive exactly-once loop's (a transaction per batch).",
+    "CPU s per M records counts the case's whole process, its start included, which weighs on the small counts of `--quick`. Recovery is the time from the restart of a process SIGKILLed mid-run to its first commit, one checkpoint interval included (1 s; 100 ms for Kafka's case). × raw and × naive are records/s over the raw-client baseline's (the same writes with the client library alone) and over the naive exactly-once loop's (a transaction per batch); × server over the server's own tool doing the same writes on the same server (redis-benchmark, Apache Kafka's ProducerPerformance, psql's \\copy), its CPU and peak RSS the tool's own.",
     "",
     "![throughput per case](./throughput.svg)",
   ];

@@ -82,7 +82,7 @@ const QUICK = {
 const FULL = {
   records: "1000000",
   demo: "3000000,10000000",
-  kafka: "200000",
+  kafka: "3000000",
   pg: "200000",
   redis: "1000000",
   redisNaive: "20000",
@@ -107,6 +107,12 @@ interface Suite {
   readonly rawFor?: Readonly<Record<string, string>>;
   /** The naive exactly-once loop a user would otherwise write. */
   readonly naive?: string;
+  /**
+   * The server's own tool doing the same writes (a case of server-tool-cases.ts, listed in
+   * `cases`): "× server" of every case is over it, unless `serverFor` names another.
+   */
+  readonly server?: string;
+  readonly serverFor?: Readonly<Record<string, string>>;
   /** The exactly-once cases, each also measured for recovery after a SIGKILL. */
   readonly exactlyOnce: readonly string[];
   /** Whether the cases' source can be paced (BENCH_RATE): a generator can, the Kafka input topic cannot. */
@@ -123,6 +129,9 @@ interface Suite {
   /** Why the suite cannot run here, if it cannot. */
   readonly unavailable?: string;
 }
+
+/** The script of every suite's server-tool cases. */
+const SERVER_TOOLS = fileURLToPath(new URL("./cases/server-tool-cases.ts", import.meta.url));
 
 const suites: Suite[] = [
   {
@@ -195,8 +204,17 @@ const suites: Suite[] = [
       "2 processes, P=1 each",
       "raw",
       "naive",
+      "ProducerPerformance, transactional (1 s)",
+      "ProducerPerformance, idempotent",
     ],
     raw: "raw",
+    // The Java client doing what the sink does: idempotent, acks=all, a transaction a second.
+    server: "ProducerPerformance, transactional (1 s)",
+    serverFor: {
+      raw: "ProducerPerformance, idempotent",
+      "at-least-once": "ProducerPerformance, idempotent",
+      "ProducerPerformance, idempotent": "ProducerPerformance, idempotent",
+    },
     // The shards (#39) against their ceiling here, two independent unsharded P=1 processes on
     // half the records each: × raw is then what the lease, the checkpoint head and the fences
     // leave of that ceiling.
@@ -239,8 +257,10 @@ const suites: Suite[] = [
       "raw COPY",
       "raw unnest upsert",
       "naive (txn per batch, row by row)",
+      "psql \\copy",
     ],
     raw: "raw COPY",
+    server: "psql \\copy",
     rawFor: {
       "two-phase upsert": "raw unnest upsert",
       "write-ahead upsert": "raw unnest upsert",
@@ -271,8 +291,17 @@ const suites: Suite[] = [
       "raw pipelined SET",
       "raw pipelined HINCRBY",
       "naive (one awaited SET per record)",
+      "redis-benchmark -P 100 SET",
+      "redis-benchmark -P 100 HINCRBY",
     ],
     raw: "raw pipelined SET",
+    server: "redis-benchmark -P 100 SET",
+    serverFor: {
+      "write-ahead sink (HINCRBY)": "redis-benchmark -P 100 HINCRBY",
+      "at-least-once sink (HINCRBY)": "redis-benchmark -P 100 HINCRBY",
+      "raw pipelined HINCRBY": "redis-benchmark -P 100 HINCRBY",
+      "redis-benchmark -P 100 HINCRBY": "redis-benchmark -P 100 HINCRBY",
+    },
     rawFor: {
       "write-ahead sink (HINCRBY)": "raw pipelined HINCRBY",
       "at-least-once sink (HINCRBY)": "raw pipelined HINCRBY",
@@ -403,6 +432,11 @@ const results: BenchResults = {
 };
 for (const path of await writeResults(outDir, results)) console.log(`wrote ${path}`);
 
+/** Whether a case is one of the server tools' (run by server-tool-cases.ts, not the suite's script). */
+function isServerTool(suite: Suite, name: string): boolean {
+  return name === suite.server || Object.values(suite.serverFor ?? {}).includes(name);
+}
+
 /** The suite narrowed to the `--case` names and the baselines they are compared with. */
 function chosenCases(suite: Suite): Suite {
   const picked = new Set(values.case ?? []);
@@ -413,6 +447,8 @@ function chosenCases(suite: Suite): Suite {
   for (const name of named) {
     const raw = suite.rawFor?.[name] ?? suite.raw;
     if (raw) baselines.add(raw);
+    const server = suite.serverFor?.[name] ?? suite.server;
+    if (server) baselines.add(server);
     if (suite.naive) baselines.add(suite.naive);
   }
   const cases = suite.cases.filter((name) => picked.has(name) || baselines.has(name));
@@ -426,7 +462,8 @@ async function runSuite(suite: Suite, size: number, env: Record<string, string>)
     for (const name of suite.cases) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
-      results.get(name)?.push(await runCase(suite.script, name, recordsOf(name), dir, env));
+      const script = isServerTool(suite, name) ? SERVER_TOOLS : suite.script;
+      results.get(name)?.push(await runCase(script, name, recordsOf(name), dir, env));
       await rm(dir, { recursive: true, force: true });
     }
   }

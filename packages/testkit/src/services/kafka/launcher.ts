@@ -15,8 +15,8 @@ import type { KafkaEndpoint } from "./endpoint.ts";
 export const KAFKA_VERSION = "4.1.1";
 // Kafka 4.1 logs through SLF4J 1.7 and ships log4j2 (core 2.24.3) without an SLF4J binding in
 // its pom; the distribution tarball adds log4j-slf4j-impl, so do we, at the same log4j version.
-const LOG4J_VERSION = "2.24.3";
-const DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1";
+export const LOG4J_VERSION = "2.24.3";
+export const DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1";
 
 const HOST = "127.0.0.1";
 const PORT = 59092;
@@ -112,7 +112,7 @@ async function javaMajor(java: string): Promise<number | undefined> {
 }
 
 /** A Java 17+ runtime (Kafka 4 needs 17): the one on PATH, else Debian's default JRE. */
-async function ensureJava(log: string, progress: Progress): Promise<string> {
+export async function ensureJava(log: string, progress: Progress): Promise<string> {
   const recent = async (java: string) => ((await javaMajor(java)) ?? 0) >= 17;
   const java = await aptTool("java", ["default-jre-headless"], recent, log, progress);
   if (java) return java;
@@ -121,7 +121,7 @@ async function ensureJava(log: string, progress: Progress): Promise<string> {
   throw new Error(`Kafka 4 needs Java 17 or newer; found ${major ?? "none"} (${found ?? "no java on PATH"})`);
 }
 
-async function ensureMaven(log: string, progress: Progress): Promise<string> {
+export async function ensureMaven(log: string, progress: Progress): Promise<string> {
   const mvn = await aptTool("mvn", ["maven"], async () => true, log, progress);
   if (!mvn) throw new Error("mvn not found after installing Debian's maven package");
   return mvn;
