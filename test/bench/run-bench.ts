@@ -113,6 +113,8 @@ interface Suite {
    */
   readonly server?: string;
   readonly serverFor?: Readonly<Record<string, string>>;
+  /** Cases run by another script than the suite's (a reference on another runtime). */
+  readonly scriptFor?: Readonly<Record<string, string>>;
   /** The exactly-once cases, each also measured for recovery after a SIGKILL. */
   readonly exactlyOnce: readonly string[];
   /** Whether the cases' source can be paced (BENCH_RATE): a generator can, the Kafka input topic cannot. */
@@ -132,6 +134,7 @@ interface Suite {
 
 /** The script of every suite's server-tool cases. */
 const SERVER_TOOLS = fileURLToPath(new URL("./cases/server-tool-cases.ts", import.meta.url));
+const FLINK = fileURLToPath(new URL("./cases/flink-cases.ts", import.meta.url));
 
 const suites: Suite[] = [
   {
@@ -206,7 +209,14 @@ const suites: Suite[] = [
       "naive",
       "ProducerPerformance, transactional (1 s)",
       "ProducerPerformance, idempotent",
+      "Flink 2.3 KafkaSink, exactly-once (1 s), P=1",
+      "Flink 2.3 KafkaSink, exactly-once (1 s), P=2",
     ],
+    // The same job on Flink: its KafkaSource and KafkaSink at the same checkpoint interval.
+    scriptFor: {
+      "Flink 2.3 KafkaSink, exactly-once (1 s), P=1": FLINK,
+      "Flink 2.3 KafkaSink, exactly-once (1 s), P=2": FLINK,
+    },
     raw: "raw",
     // The Java client doing what the sink does: idempotent, acks=all, a transaction a second.
     server: "ProducerPerformance, transactional (1 s)",
@@ -462,7 +472,7 @@ async function runSuite(suite: Suite, size: number, env: Record<string, string>)
     for (const name of suite.cases) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
-      const script = isServerTool(suite, name) ? SERVER_TOOLS : suite.script;
+      const script = suite.scriptFor?.[name] ?? (isServerTool(suite, name) ? SERVER_TOOLS : suite.script);
       results.get(name)?.push(await runCase(script, name, recordsOf(name), dir, env));
       await rm(dir, { recursive: true, force: true });
     }

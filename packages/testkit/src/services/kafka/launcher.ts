@@ -5,10 +5,10 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { aptTool } from "../core/apt.ts";
+import { ensureJava, ensureMaven } from "../core/java.ts";
 import { type DaemonSpec, daemonLauncher, daemonPid, downDaemon, upDaemon } from "../core/launcher.ts";
 import { cacheDir, logFile, pidFile, serviceDir } from "../core/paths.ts";
-import { capture, type Progress, run, spawnDaemon, which } from "../core/proc.ts";
+import { type Progress, run, spawnDaemon, which } from "../core/proc.ts";
 import type { Launcher, ServiceModule } from "../core/service-module.ts";
 import type { KafkaEndpoint } from "./endpoint.ts";
 
@@ -100,31 +100,6 @@ group.initial.rebalance.delay.ms=0
 # transaction.max.timeout.ms stays at its default (900000 = 15 min): the sink validates its
 # transaction timeout against the broker maximum, and tests should meet the real default.
 `;
-}
-
-/** Major version of a `java` (8 for "1.8.0_x"), or undefined if it prints none. */
-async function javaMajor(java: string): Promise<number | undefined> {
-  const result = await capture(java, ["-version"]);
-  const match = /version "(\d+)(?:\.(\d+))?/.exec(result.stderr + result.stdout);
-  if (!match) return undefined;
-  const major = Number(match[1]);
-  return major === 1 ? Number(match[2]) : major;
-}
-
-/** A Java 17+ runtime (Kafka 4 needs 17): the one on PATH, else Debian's default JRE. */
-export async function ensureJava(log: string, progress: Progress): Promise<string> {
-  const recent = async (java: string) => ((await javaMajor(java)) ?? 0) >= 17;
-  const java = await aptTool("java", ["default-jre-headless"], recent, log, progress);
-  if (java) return java;
-  const found = which("java");
-  const major = found ? await javaMajor(found) : undefined;
-  throw new Error(`Kafka 4 needs Java 17 or newer; found ${major ?? "none"} (${found ?? "no java on PATH"})`);
-}
-
-export async function ensureMaven(log: string, progress: Progress): Promise<string> {
-  const mvn = await aptTool("mvn", ["maven"], async () => true, log, progress);
-  if (!mvn) throw new Error("mvn not found after installing Debian's maven package");
-  return mvn;
 }
 
 async function install(progress: Progress): Promise<void> {

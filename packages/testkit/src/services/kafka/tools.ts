@@ -5,9 +5,10 @@
 
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureJava, ensureMaven } from "../core/java.ts";
 import { cacheDir, logFile } from "../core/paths.ts";
 import { type Progress, run } from "../core/proc.ts";
-import { DEPENDENCY_PLUGIN, ensureJava, ensureMaven, KAFKA_VERSION, LOG4J_VERSION } from "./launcher.ts";
+import { DEPENDENCY_PLUGIN, KAFKA_VERSION, LOG4J_VERSION } from "./launcher.ts";
 
 const toolsDir = join(cacheDir, `kafka-tools-${KAFKA_VERSION}`);
 const libsDir = join(toolsDir, "libs");
