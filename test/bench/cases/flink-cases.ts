@@ -8,13 +8,13 @@
  * cluster's start excluded, as the cases exclude their process start); CPU and peak RSS are
  * the JVM's, under GNU time.
  */
-import { spawn } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildJavaProject } from "@exactly/testkit/java-project";
 import kafkajs from "kafkajs";
 import { reportResult, runId } from "../bench-protocol.ts";
+import { runTool } from "../tool-process.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -22,28 +22,6 @@ const brokers = (process.env.EXACTLY_KAFKA_BROKERS ?? "").split(",");
 const input = process.env.BENCH_KAFKA_INPUT as string;
 const project = fileURLToPath(new URL("../flink/", import.meta.url));
 const SOURCES = ["pom.xml", "src/main/java/dev/exactly/bench/KafkaReference.java"];
-
-interface Exit {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function exec(command: string, args: readonly string[], cwd?: string): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => {
-      stdout += c;
-    });
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("error", reject);
-    child.on("exit", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 async function flink(parallelism: number): Promise<void> {
   const output = `bench-out-flink-p${parallelism}-${runId(dir)}`;
@@ -57,20 +35,14 @@ async function flink(parallelism: number): Promise<void> {
   await mkdir(checkpoints, { recursive: true });
   const args = ["-Xmx1g", "-cp", classpath, "dev.exactly.bench.KafkaReference"];
   const jobArgs = [brokers.join(","), input, output, String(parallelism), "1000", checkpoints];
-  const timeFormat = "BENCH_TOOL_TIME %U %S %M";
-  const result = await exec("/usr/bin/time", ["-f", timeFormat, java, ...args, ...jobArgs]);
-  const runtime = /FLINK_RESULT (\d+)/.exec(result.stdout);
-  const timing = result.stderr.split("\n").find((l) => l.startsWith("BENCH_TOOL_TIME"));
-  if (result.code !== 0 || !runtime || !timing) {
-    throw new Error(`the Flink reference ended with code ${result.code}: ${result.stderr.slice(-800)}`);
-  }
-  const [user, system, maxKb] = timing.split(" ").slice(1).map(Number) as [number, number, number];
-  await writeFile(join(dir, "flink.out"), result.stdout);
+  const run = await runTool(java, [...args, ...jobArgs]);
+  const runtime = /FLINK_RESULT (\d+)/.exec(run.output);
+  if (!runtime) throw new Error(`the Flink reference printed no result: ${run.output.slice(-800)}`);
   reportResult({
     records,
     seconds: Number(runtime[1]) / 1000,
-    cpuSeconds: user + system,
-    peakRssMb: Math.round(maxKb / 1024),
+    cpuSeconds: run.cpuSeconds,
+    peakRssMb: run.peakRssMb,
     checkpointMs: [],
   });
 }

@@ -6,60 +6,18 @@
  * the tool's own figure where it prints one (redis-benchmark, ProducerPerformance), else the
  * tool process's wall time (psql).
  */
-import { spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { kafkaTools } from "@exactly/testkit/kafka/tools";
 import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
 import pg from "pg";
 import { benchRecord, reportResult, runId } from "../bench-protocol.ts";
+import { runTool, type ToolRun } from "../tool-process.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
 const id = runId(dir);
-
-interface ToolRun {
-  readonly stdout: string;
-  readonly seconds: number;
-  readonly cpuSeconds: number;
-  readonly peakRssMb: number;
-}
-
-const TIME_PREFIX = "BENCH_TOOL_TIME";
-
-/** Runs a tool under GNU time (`/usr/bin/time`): its output, wall time, CPU and peak RSS. */
-function runTool(command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<ToolRun> {
-  const timeFormat = `${TIME_PREFIX} %U %S %M`;
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn("/usr/bin/time", ["-f", timeFormat, command, ...args], { env });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c) => {
-      stdout += c;
-    });
-    child.stderr.on("data", (c) => {
-      stderr += c;
-    });
-    child.on("error", (error) => reject(new Error(`${command} (under /usr/bin/time) did not start: ${error.message}`)));
-    child.on("exit", (code) => {
-      const seconds = (performance.now() - started) / 1000;
-      const timing = stderr.split("\n").find((l) => l.startsWith(TIME_PREFIX));
-      if (code !== 0 || !timing) {
-        reject(new Error(`${command} ended with code ${code}: ${stderr.trim().split("\n").slice(-3).join(" | ")}`));
-        return;
-      }
-      const [user, system, maxKb] = timing.slice(TIME_PREFIX.length).trim().split(" ").map(Number) as [
-        number,
-        number,
-        number,
-      ];
-      resolve({ stdout: stdout + stderr, seconds, cpuSeconds: user + system, peakRssMb: Math.round(maxKb / 1024) });
-    });
-  });
-}
 
 function reportTool(run: ToolRun, recordsPerSecond?: number): void {
   reportResult({
@@ -92,8 +50,8 @@ async function redisBenchmark(keyspace: number, command: (prefix: string) => str
   const args = ["-h", host, "-p", port, "-P", "100", "-n", String(records), "-r", String(keyspace), "--csv"];
   const run = await runTool("redis-benchmark", [...args, ...command(prefix)]);
   // --csv: a header, then "<command>","<requests per second>",…
-  const line = run.stdout.split("\n").find((l) => /^"[^"]+","[\d.]+"/.test(l));
-  if (!line) throw new Error(`redis-benchmark printed no result: ${run.stdout.slice(-300)}`);
+  const line = run.output.split("\n").find((l) => /^"[^"]+","[\d.]+"/.test(l));
+  if (!line) throw new Error(`redis-benchmark printed no result: ${run.output.slice(-300)}`);
   reportTool(run, Number(line.split(",")[1]?.replaceAll('"', "")));
   const client = new Redis(process.env.EXACTLY_REDIS_URL as string);
   try {
@@ -149,8 +107,8 @@ async function producerPerformance(transactional: boolean): Promise<void> {
     "enable.idempotence=true",
   ]);
   // "<n> records sent, <rate> records/sec (…)", its summary line.
-  const summary = /(\d+) records sent, ([\d.]+) records\/sec/.exec(run.stdout);
-  if (!summary) throw new Error(`ProducerPerformance printed no summary: ${run.stdout.slice(-300)}`);
+  const summary = /(\d+) records sent, ([\d.]+) records\/sec/.exec(run.output);
+  if (!summary) throw new Error(`ProducerPerformance printed no summary: ${run.output.slice(-300)}`);
   reportTool(run, Number(summary[2]));
 }
 

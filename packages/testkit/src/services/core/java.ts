@@ -2,7 +2,7 @@
 // benchmark's Flink reference): Debian's packages when the machine has none.
 
 import { createHash } from "node:crypto";
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { aptTool } from "./apt.ts";
 import { cacheDir, logFile } from "./paths.ts";
@@ -31,6 +31,47 @@ export async function ensureMaven(log: string, progress: Progress): Promise<stri
   const mvn = await aptTool("mvn", ["maven"], async () => true, log, progress);
   if (!mvn) throw new Error("mvn not found after installing Debian's maven package");
   return mvn;
+}
+
+/** The maven-dependency-plugin version every resolution here uses. */
+const DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1";
+
+/**
+ * Resolves the runtime dependencies of a `pom` (a POM of packaging "pom" listing them) from
+ * Maven Central into `<dir>/libs`, once: a marker file records that it finished, so a run cut
+ * short resolves again. `expectedJar` is the prefix of a jar that must be among them.
+ */
+export async function resolveJars(
+  pom: string,
+  dir: string,
+  expectedJar: string,
+  log: string,
+  progress: Progress,
+): Promise<string> {
+  const libs = join(dir, "libs");
+  const marker = join(dir, "installed");
+  if (existsSync(marker)) return libs;
+  const mvn = await ensureMaven(log, progress);
+  progress(`resolving ${expectedJar} and its dependencies from Maven Central into ${libs}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "pom.xml"), pom);
+  await run(
+    mvn,
+    [
+      "-B",
+      "--no-transfer-progress",
+      `-Dmaven.repo.local=${join(cacheDir, "m2")}`,
+      `${DEPENDENCY_PLUGIN}:copy-dependencies`,
+      "-DincludeScope=runtime",
+      `-DoutputDirectory=${libs}`,
+    ],
+    { log, cwd: dir, progress, heartbeat: `still resolving ${expectedJar}` },
+  );
+  if (!readdirSync(libs).some((jar) => jar.startsWith(expectedJar))) {
+    throw new Error(`Maven finished but ${libs} has no ${expectedJar} jar; see ${log}`);
+  }
+  writeFileSync(marker, `${new Date().toISOString()}\n`);
+  return libs;
 }
 
 /** A JDK's compiler (javac 17+), for Maven builds: the one on PATH, else Debian's default JDK. */
@@ -82,7 +123,7 @@ export async function buildJavaProject(
         "--no-transfer-progress",
         `-Dmaven.repo.local=${join(cacheDir, "m2")}`,
         "package",
-        "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:build-classpath",
+        `${DEPENDENCY_PLUGIN}:build-classpath`,
         "-Dmdep.outputFile=target/classpath.txt",
         "-DincludeScope=runtime",
       ],
