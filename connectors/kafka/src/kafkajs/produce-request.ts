@@ -48,7 +48,7 @@ interface ProducingBroker extends InternalBroker {
   produce(args: ProduceArguments): Promise<unknown>;
 }
 
-/** The Produce versions whose body record-batch.ts writes (v3 introduced the transactional id; v8 adds nothing kafkajs sends). */
+/** The Produce versions whose body record-batch.ts writes: kafkajs 2.2.4 sends v3–v7 with one body, record batches of magic 2. */
 const FIRST_VERSION = 3;
 const LAST_VERSION = 7;
 const NO_COMPRESSION = 0;
