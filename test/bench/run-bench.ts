@@ -202,6 +202,7 @@ const suites: Suite[] = [
       "at-least-once",
       "exactly-once (1 s), P=1",
       "exactly-once (1 s), P=2, 2 workers",
+      "exactly-once (1 s), P=1, generated input",
       "exactly-once (1 s), 1 shard, P=1",
       "exactly-once (1 s), 2 shards, P=1 each",
       "2 processes, P=1 each",

@@ -58,7 +58,12 @@ export class RecordWriter<T> {
         if (out.key !== undefined) message.key = out.key;
         if (out.headers !== undefined) message.headers = out.headers;
         if (out.partition !== undefined) message.partition = out.partition;
-        if (out.timestamp !== undefined) message.timestamp = String(out.timestamp);
+        if (out.timestamp !== undefined) {
+          if (!Number.isSafeInteger(out.timestamp)) {
+            throw new TypeError(`timestamp must be an integer number of ms, got ${out.timestamp}`);
+          }
+          message.timestamp = String(out.timestamp);
+        }
       } catch (error) {
         throw new RecordWriteError(positions[i], error);
       }

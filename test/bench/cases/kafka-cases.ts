@@ -44,6 +44,7 @@ async function framework(
   intervalMs: number,
   parallelism = 2,
   workers = 1,
+  recordsFrom: "from the input topic" | "generated" = "from the input topic",
 ): Promise<void> {
   await createOutput();
   const prefix = process.env.BENCH_KAFKA_TXN_PREFIX;
@@ -58,6 +59,7 @@ async function framework(
     parallelism,
     workers,
     ...(prefix ? { transactionalIdPrefix: prefix } : {}),
+    ...(recordsFrom === "generated" ? { generated: records } : {}),
   };
   const shard = benchShard();
   const job = await loadJob(new URL("./kafka-job.ts", import.meta.url), {
@@ -201,6 +203,8 @@ const cases: Record<string, () => Promise<void>> = {
   // The multicore issue's pair: the kafkajs path is CPU-bound, so a second thread should show.
   "exactly-once (1 s), P=1": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
   "exactly-once (1 s), P=2, 2 workers": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 2, 2),
+  // The sink alone at P=1, on records generated in memory like raw's and ProducerPerformance's.
+  "exactly-once (1 s), P=1, generated input": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1, "generated"),
   // As shards (#39): one shard, and two shard processes side by side (BENCH_SHARD k/N each).
   "exactly-once (1 s), 1 shard, P=1": () => {
     process.env.BENCH_SHARD = "0/1";

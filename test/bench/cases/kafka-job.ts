@@ -4,8 +4,9 @@
  * threads its params say.
  */
 import { join } from "node:path";
-import { type DeliveryGuarantee, type JobRuntime, StreamJob } from "@exactly/core";
+import { type DeliveryGuarantee, GeneratorSource, type JobRuntime, StreamJob } from "@exactly/core";
 import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
+import { benchRecord, pace } from "../bench-protocol.ts";
 
 export interface KafkaBenchParams {
   readonly name: string;
@@ -19,6 +20,12 @@ export interface KafkaBenchParams {
   readonly intervalMs: number;
   readonly parallelism: number;
   readonly workers: number;
+  /**
+   * Instead of the input topic, this many of the bench's records generated in memory, as the
+   * raw baseline and Kafka's ProducerPerformance write them: the sink alone, without the
+   * source's fetches.
+   */
+  readonly generated?: number;
 }
 
 /** The shard a case runs as (BENCH_SHARD=k/N), if any: the source then reads the partitions of its subtasks. */
@@ -37,8 +44,10 @@ export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob
     logger,
   });
   job
-    .fromSource(
-      new KafkaSource({ brokers: p.brokers, topics: [p.input], stopAtLatest: true, deserializer: valueAsString }),
+    .fromSource<string | null>(
+      p.generated === undefined
+        ? new KafkaSource({ brokers: p.brokers, topics: [p.input], stopAtLatest: true, deserializer: valueAsString })
+        : new GeneratorSource({ count: p.generated, ...pace, generate: (id) => JSON.stringify(benchRecord(id)) }),
     )
     .sinkTo(
       kafkaSink<string | null>({

@@ -99,6 +99,7 @@ function loadInternals(): Internals {
     "writeInt64",
     "writeUVarInt",
     "writeUVarIntString",
+    "writeBuffer",
   ]);
   expectFunctions("Decoder.prototype", Decoder.prototype, [
     "readInt16",

@@ -16,6 +16,7 @@ import {
   kafkajsRequire,
   resolveInternal,
 } from "./load.ts";
+import { producingCluster } from "./produce-request.ts";
 import type { EosManager, InternalCluster, MessageProducer, TopicMessages } from "./shapes.ts";
 import type { TransactionHandle } from "./transactions.ts";
 
@@ -106,7 +107,10 @@ function loggerOf(kafka: Kafka): unknown {
   return kafka.logger();
 }
 
-/** kafkajs's message producer (with linear grouping) over `eos`, sharing `cluster`'s connections. */
+/**
+ * kafkajs's message producer (with linear grouping, and record batches encoded by
+ * record-batch.ts) over `eos`, sharing `cluster`'s connections.
+ */
 function messageProducer(
   logger: unknown,
   cluster: InternalCluster,
@@ -115,7 +119,7 @@ function messageProducer(
 ): MessageProducer {
   const producer = createMessageProducer({
     logger,
-    cluster,
+    cluster: producingCluster(cluster),
     partitioner: kafkajs.Partitioners.DefaultPartitioner(),
     eosManager: eos,
     idempotent,

@@ -118,6 +118,7 @@ export interface InternalEncoder {
   writeInt64(v: string | number): InternalEncoder;
   writeUVarInt(v: number): InternalEncoder;
   writeUVarIntString(v: string): InternalEncoder;
+  writeBuffer(v: Buffer): InternalEncoder;
 }
 
 export interface InternalDecoder {
