@@ -63,15 +63,17 @@ return applied
  * One chunk of a checkpoint's operations, applied once. KEYS[1] is the marker hash of
  * (sink, subtask): the checkpoint it last applied, how many of that checkpoint's operations
  * are in, and whether all are; in a sharded job also the fence, the newest owner's epoch.
- * KEYS[2…] are the chunk's data keys. ARGV: checkpoint, the index of the chunk's first
- * operation within the checkpoint, whether it is the last chunk, the operation count, the
- * owner's epoch (0: not sharded, no fence), then per operation its command, its key's index
- * in KEYS, its argument count and the arguments. A fence above the epoch refuses the call
- * before anything is written (I9). Operations the marker shows applied are skipped, so a replay after
- * a crash between chunks applies none twice, whatever the chunk size then; a chunk that
- * would leave a gap is refused. An operation that fails (WRONGTYPE …) stops the chunk with
- * the marker at it, since Redis does not undo a failed script's writes. Only the commands
- * the sink encodes are allowed. Returns how many operations it applied.
+ * KEYS[2…] are the chunk's operations' keys, one per operation, in order. ARGV: checkpoint,
+ * the index of the chunk's first operation within the checkpoint, whether it is the last
+ * chunk, the operation count, the owner's epoch (0: not sharded, no fence), then runs of
+ * operations with one command and one argument count: the command, the argument count, how
+ * many operations the run holds, then their arguments (`apply-calls.ts` builds them). A fence
+ * above the epoch refuses the call before anything is written (I9). Operations the marker
+ * shows applied are skipped, so a replay after a crash between chunks applies none twice,
+ * whatever the chunk size then; a chunk that would leave a gap is refused. An operation that
+ * fails (WRONGTYPE …) stops the chunk with the marker at it, since Redis does not undo a
+ * failed script's writes. Only the commands the sink encodes are allowed. Returns how many
+ * operations it applied.
  */
 const APPLY_CHUNK = `
 local allowed = { INCRBY = true, HINCRBY = true, RPUSH = true, LPUSH = true, SADD = true, ZADD = true, XADD = true, SET = true, HSET = true }
@@ -92,27 +94,40 @@ if doneCheckpoint < checkpoint then doneOps = 0 end
 if first > doneOps then
   return redis.error_reply('exactly: chunk from operation ' .. first .. ' of checkpoint ' .. checkpoint .. ' comes before operations ' .. doneOps .. '..' .. (first - 1) .. ' are in')
 end
+-- Operations before doneOps - first are in already (a replay of a chunk cut short).
+local skip = doneOps - first
+local rpcall = redis.pcall
 local at = 6
-local applied = 0
-for o = 0, count - 1 do
+local o = 0
+while o < count do
   local command = ARGV[at]
-  local key = KEYS[tonumber(ARGV[at + 1])]
-  local argc = tonumber(ARGV[at + 2])
+  local argc = tonumber(ARGV[at + 1])
+  local n = tonumber(ARGV[at + 2])
   if not allowed[command] then return redis.error_reply('exactly: command not allowed: ' .. command) end
-  if first + o >= doneOps then
-    -- A script's writes are not undone when it fails: on an error, the marker keeps what is in.
-    local result = redis.pcall(command, key, unpack(ARGV, at + 3, at + 2 + argc))
-    if type(result) == 'table' and result.err then
-      redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', first + o, 'done', '0')
-      return redis.error_reply('exactly: operation ' .. (first + o) .. ' of checkpoint ' .. checkpoint .. ' (' .. command .. ' ' .. key .. '): ' .. result.err)
+  at = at + 3
+  for _ = 1, n do
+    if o >= skip then
+      local result
+      if argc == 2 then
+        result = rpcall(command, KEYS[o + 2], ARGV[at], ARGV[at + 1])
+      elseif argc == 1 then
+        result = rpcall(command, KEYS[o + 2], ARGV[at])
+      else
+        result = rpcall(command, KEYS[o + 2], unpack(ARGV, at, at + argc - 1))
+      end
+      -- A script's writes are not undone when it fails: on an error, the marker keeps what is in.
+      if type(result) == 'table' and result.err then
+        redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', first + o, 'done', '0')
+        return redis.error_reply('exactly: operation ' .. (first + o) .. ' of checkpoint ' .. checkpoint .. ' (' .. command .. ' ' .. KEYS[o + 2] .. '): ' .. result.err)
+      end
     end
-    applied = applied + 1
+    o = o + 1
+    at = at + argc
   end
-  at = at + 3 + argc
 end
 local ops = math.max(doneOps, first + count)
 redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', ops, 'done', last and '1' or '0')
-return applied
+return math.max(0, count - skip)
 `;
 
 /**
