@@ -17,7 +17,9 @@ export const FENCED_REPLY = /exactly: fenced: epoch (\d+) is below (\d+)/;
  * each write its data key and its version key. A fence field of the subtask above the epoch
  * refuses the whole call before anything is written (I9). A write applies only if its
  * version is greater than the stored one, so a replayed write never moves a key back.
- * Returns how many writes applied.
+ * The guard is paid per call, not per write: every stored version comes in one MGET, and the
+ * strings without a TTL (value and version) go out in one MSET, each in slices, as Lua's
+ * unpack takes at most a few thousand values. Returns how many writes applied.
  */
 const GUARDED_UPSERT = `
 local shape = ARGV[1]
@@ -29,16 +31,31 @@ if epoch > 0 then
   if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
   from = 2
 end
+local versionKeys = {}
+for i = from + 1, #KEYS, 2 do versionKeys[#versionKeys + 1] = KEYS[i] end
+local stored = {}
+for s = 1, #versionKeys, 1000 do
+  local got = redis.call('MGET', unpack(versionKeys, s, math.min(s + 999, #versionKeys)))
+  for j = 1, #got do stored[s + j - 1] = got[j] end
+end
+-- The version each key got in this call, for a key named twice in it.
+local newer = {}
+local sets = {}
 local at = 5
+local w = 0
 local applied = 0
 for i = from, #KEYS, 2 do
+  w = w + 1
   local version = ARGV[at]
   local n = tonumber(ARGV[at + 1])
-  local stored = redis.call('GET', KEYS[i + 1])
-  if (not stored) or tonumber(version) > tonumber(stored) then
+  local current = newer[KEYS[i + 1]] or stored[w]
+  if (not current) or tonumber(version) > tonumber(current) then
     if shape == 'string' and ttl == 0 then
-      -- Value and version in one command: one command for the server and its append-only file.
-      redis.call('MSET', KEYS[i], ARGV[at + 2], KEYS[i + 1], version)
+      local m = #sets
+      sets[m + 1] = KEYS[i]
+      sets[m + 2] = ARGV[at + 2]
+      sets[m + 3] = KEYS[i + 1]
+      sets[m + 4] = version
     else
       if shape == 'string' then
         redis.call('SET', KEYS[i], ARGV[at + 2], 'PX', ttl)
@@ -52,10 +69,13 @@ for i = from, #KEYS, 2 do
         redis.call('SET', KEYS[i + 1], version)
       end
     end
+    newer[KEYS[i + 1]] = version
     applied = applied + 1
   end
   at = at + 2 + n
 end
+-- In order: of a key named twice, the later value is the one left.
+for s = 1, #sets, 4000 do redis.call('MSET', unpack(sets, s, math.min(s + 3999, #sets))) end
 return applied
 `;
 
