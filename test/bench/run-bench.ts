@@ -271,6 +271,8 @@ const suites: Suite[] = [
       "raw pipelined SET",
       "raw pipelined HINCRBY",
       "naive (one awaited SET per record)",
+      "guard script alone (server ceiling of the upsert sink)",
+      "apply script alone (server ceiling of the write-ahead sink)",
     ],
     raw: "raw pipelined SET",
     rawFor: {
