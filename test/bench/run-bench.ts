@@ -302,6 +302,8 @@ const suites: Suite[] = [
       "raw pipelined SET",
       "raw pipelined HINCRBY",
       "naive (one awaited SET per record)",
+      "guard script alone (server ceiling of the upsert sink)",
+      "apply script alone (server ceiling of the write-ahead sink)",
       "redis-benchmark -P 100 SET",
       "redis-benchmark -P 100 HINCRBY",
     ],
@@ -309,12 +311,14 @@ const suites: Suite[] = [
     server: "redis-benchmark -P 100 SET",
     serverFor: {
       "write-ahead sink (HINCRBY)": "redis-benchmark -P 100 HINCRBY",
+      "apply script alone (server ceiling of the write-ahead sink)": "redis-benchmark -P 100 HINCRBY",
       "at-least-once sink (HINCRBY)": "redis-benchmark -P 100 HINCRBY",
       "raw pipelined HINCRBY": "redis-benchmark -P 100 HINCRBY",
       "redis-benchmark -P 100 HINCRBY": "redis-benchmark -P 100 HINCRBY",
     },
     rawFor: {
       "write-ahead sink (HINCRBY)": "raw pipelined HINCRBY",
+      "apply script alone (server ceiling of the write-ahead sink)": "raw pipelined HINCRBY",
       "at-least-once sink (HINCRBY)": "raw pipelined HINCRBY",
       "raw pipelined HINCRBY": "raw pipelined HINCRBY",
     },

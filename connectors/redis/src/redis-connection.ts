@@ -21,6 +21,9 @@ export interface RedisConnection {
   /**
    * Sends every call pipelined (on a Cluster, one pipeline per master, at once); resolves to
    * their replies in order, or rejects with the first error. Each call's keys share one slot.
+   * It sends at once, so a caller may send again before the replies: calls to one server reach
+   * it in the order sent, except one the client sends again after a NOSCRIPT, which comes
+   * behind the calls sent meanwhile.
    */
   runScript(script: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]>;
   /**

@@ -11,6 +11,7 @@ import {
 } from "@exactly/core";
 import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
 import { fencedError, raiseFences, UpsertFences } from "./fences.ts";
+import { InFlight } from "./in-flight.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { ReservedNames, versionKeyOf } from "./key-names.ts";
 import type { RedisSinkCommonOptions } from "./options.ts";
@@ -37,9 +38,15 @@ export interface RedisUpsertSinkOptions<T> extends RedisSinkCommonOptions {
   readonly ttlMs?: number;
   /** Records buffered before they are sent; every barrier sends too. Default 1000. */
   readonly maxBufferedRecords?: number;
-  /** Writes per script call (calls go out pipelined, one round trip per flush). Default 500. */
+  /** Writes per script call (a flush's calls go out pipelined). Default 500. */
   readonly writesPerCall?: number;
 }
+
+/**
+ * Flushes sent and not yet answered before the next flush waits: the server applies one while
+ * the records of the next are buffered, and a barrier waits for them all.
+ */
+const FLUSHES_IN_FLIGHT = 8;
 
 /** The version of a record from its source offset: right when each key's records all come from one split (a Kafka partition). */
 export function sourceOffsetVersion(_record: unknown, position: RecordPosition): number {
@@ -69,6 +76,8 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   /** The server's `proto-max-bulk-len`, read at open. */
   private maxBulkBytes = DEFAULT_MAX_BULK_BYTES;
   private connection: RedisConnection | undefined;
+  /** Flushes sent and not yet answered; the barrier waits for them. */
+  private readonly inFlight = new InFlight(FLUSHES_IN_FLIGHT);
   /** In a sharded job: the fence hashes every call checks, and the owner's epoch (I9). */
   private fences: { readonly hashes: UpsertFences; readonly epoch: number; readonly subtask: number } | undefined;
 
@@ -171,15 +180,25 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       }
     }
     calls.push(...open.values());
-    try {
-      await connection.runScript("guardedUpsert", calls);
-    } catch (error) {
-      throw fencedError(error, this.context.sinkId) ?? error;
-    }
+    const sinkId = this.context.sinkId;
+    const sent = connection.runScript("guardedUpsert", calls).catch((error: unknown) => {
+      throw fencedError(error, sinkId) ?? error;
+    });
+    // Waits only while too many flushes are out; throws the first one refused.
+    await this.inFlight.add(sent);
+  }
+
+  override async snapshotState(checkpointId: number): Promise<Record<string, never>> {
+    const state = await super.snapshotState(checkpointId);
+    // The checkpoint holds only writes the server has taken.
+    await this.inFlight.drain();
+    return state;
   }
 
   override async close(): Promise<void> {
     await super.close();
+    // Unanswered writes belong to no checkpoint, as unflushed ones (the replay rewrites them).
+    await this.inFlight.abandon();
     await this.connection?.close();
     this.connection = undefined;
   }

@@ -5,7 +5,6 @@ import {
   GenericWriteAheadSink,
   type LoggedRecords,
   ownsSubtaskIndex,
-  type RecordPosition,
   RecordWriteError,
   requirePositiveInteger,
   ShardFencedError,
@@ -13,10 +12,19 @@ import {
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { ApplyCalls } from "./apply-calls.ts";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
 import { fencedError, RESET_HINT, raiseFences } from "./fences.ts";
+import { InFlight } from "./in-flight.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
 import { globEscape, hashTag, MARKER_NAMESPACE, ReservedNames } from "./key-names.ts";
+import {
+  decodeLoggedOperations,
+  encodeLoggedOperations,
+  type LoggedOperations,
+  operationCount,
+  positionOf,
+} from "./logged-operations.ts";
 import { type EncodedOperation, OperationEncoder, type RedisOperation } from "./operations.ts";
 import type { RedisSinkCommonOptions } from "./options.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./redis-connection.ts";
@@ -37,24 +45,27 @@ export interface RedisWriteAheadSinkOptions<T> extends RedisSinkCommonOptions {
 }
 
 /**
- * A record as the log holds it: its source position (so an operation the server refuses at
- * commit names its record) and its operations, encoded.
+ * Sends of apply calls out at once: the server applies one while the next are read from the
+ * log and encoded. They go in order on one connection, and each applies only right after the
+ * one before it (the script refuses a gap).
  */
-interface LoggedOperations {
-  readonly position: RecordPosition;
-  readonly operations: EncodedOperation[];
-}
+const SENDS_IN_FLIGHT = 16;
 
 /** The error the apply script gives for a refused operation: `exactly: operation <index> of checkpoint …`. */
 const REFUSED_OPERATION = /exactly: operation (\d+) of checkpoint/;
+
+/** The error the apply script gives for a call that would leave a gap, and how often one is sent again. */
+const GAP = /exactly: chunk from operation \d+ of checkpoint \d+ comes before/;
+const GAP_ATTEMPTS = 3;
 
 /**
  * The exactly-once Redis sink for writes that are not idempotent (INCRBY, HINCRBY, list
  * pushes, set adds, XADD), on {@link GenericWriteAheadSink}: a checkpoint's operations are
  * logged in checkpoint storage and, once the checkpoint completes, applied by Lua calls of
- * `operationsPerCall` each. Every call also advances the marker of (sink, subtask) — the
- * checkpoint and how many of its operations are in — in the same script, so a checkpoint
- * replayed after a crash, even one cut between two calls, applies none of its operations twice.
+ * `operationsPerCall` each, sent as the log is read. Every call also advances the marker of
+ * (sink, subtask) — the checkpoint and how many of its operations are in — in the same script,
+ * so a checkpoint replayed after a crash, even one cut between two calls, applies none of its
+ * operations twice.
  */
 export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOperations> {
   override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
@@ -88,10 +99,9 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
           const list = Array.isArray(produced) ? produced : [produced as RedisOperation];
           const operations = new Array<EncodedOperation>(list.length);
           for (let i = 0; i < list.length; i++) operations[i] = encoder.encode(list[i] as RedisOperation);
-          const logged: LoggedOperations = { position, operations };
-          return JSON.stringify(logged);
+          return encodeLoggedOperations(position, operations);
         },
-        decode: (line) => JSON.parse(line) as LoggedOperations,
+        decode: decodeLoggedOperations,
       },
     });
     this.encoder = encoder;
@@ -209,59 +219,62 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     checkpointId: number,
     subtask: number,
   ): Promise<void> {
-    const marker = this.markerOf(subtask);
-    // The whole checkpoint: its calls go in one pipeline, and a refused operation names its record.
-    const records = await logged.all();
-    const operations: EncodedOperation[] = [];
-    /** The index of each record's first operation, in checkpoint order, to name a refused one's record. */
-    const firstOperation: number[] = [];
-    for (const record of records) {
-      firstOperation.push(operations.length);
-      for (const operation of record.operations) operations.push(operation);
-    }
-    const calls: ScriptCall[] = [];
-    for (
-      let first = 0;
-      first < operations.length || (first === 0 && calls.length === 0);
-      first += this.operationsPerCall
-    ) {
-      const chunk = operations.slice(first, first + this.operationsPerCall);
-      const keys = [marker];
-      const keyIndex = new Map<string, number>();
-      const args: (string | number)[] = [
-        checkpointId,
-        first,
-        first + this.operationsPerCall >= operations.length ? 1 : 0,
-        chunk.length,
-        this.epoch,
-      ];
-      for (const [command, key, ...rest] of chunk) {
-        const full = this.keyPrefix + key;
-        let index = keyIndex.get(full);
-        if (index === undefined) {
-          keys.push(full);
-          index = keys.length;
-          keyIndex.set(full, index);
-        }
-        args.push(command, index, rest.length, ...rest);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.apply(logged, checkpointId, subtask);
+        return;
+      } catch (error) {
+        // A call that reached the server before the one ahead of it is refused for the gap: the
+        // client sends a call again after a NOSCRIPT (a restarted or flushed server), behind
+        // calls sent meanwhile. Sent again from the start, the marker skips what is in.
+        if (attempt < GAP_ATTEMPTS && GAP.test(error instanceof Error ? error.message : "")) continue;
+        throw await this.applyError(error, logged);
       }
-      calls.push({ keys, args });
-      if (operations.length === 0) break;
     }
-    // One pipeline: a call applies only right after the one before it (the script refuses a gap).
+  }
+
+  /** Sends the calls as the log is read, a few sends out at once, and waits for every answer. */
+  private async apply(logged: LoggedRecords<LoggedOperations>, checkpointId: number, subtask: number): Promise<void> {
+    const connection = this.open_;
+    const calls = new ApplyCalls(
+      this.markerOf(subtask),
+      checkpointId,
+      this.epoch,
+      this.keyPrefix,
+      this.operationsPerCall,
+    );
+    const inFlight = new InFlight(SENDS_IN_FLIGHT);
+    const ready: ScriptCall[] = [];
     try {
-      await this.open_.runScript("applyChunk", calls);
+      for await (const records of logged) {
+        for (const record of records) calls.add(record, ready);
+        if (ready.length > 0) await inFlight.add(connection.runScript("applyChunk", ready.splice(0)));
+      }
+      calls.finish(ready);
+      await inFlight.add(connection.runScript("applyChunk", ready.splice(0)));
+      await inFlight.drain();
     } catch (error) {
-      const fenced = fencedError(error, this.sinkName);
-      if (fenced) throw fenced;
-      const refused = REFUSED_OPERATION.exec(error instanceof Error ? error.message : "");
-      if (!refused) throw error;
-      // The last record whose first operation is at or before the refused one.
-      const at = Number(refused[1]);
-      let record = 0;
-      while (record + 1 < firstOperation.length && (firstOperation[record + 1] as number) <= at) record++;
-      throw new RecordWriteError((records[record] as LoggedOperations).position, error);
+      await inFlight.abandon();
+      throw error;
     }
+  }
+
+  /** A fenced call as `ShardFencedError`; a refused operation as a `RecordWriteError` naming its record. */
+  private async applyError(error: unknown, logged: LoggedRecords<LoggedOperations>): Promise<unknown> {
+    const fenced = fencedError(error, this.sinkName);
+    if (fenced) return fenced;
+    const refused = REFUSED_OPERATION.exec(error instanceof Error ? error.message : "");
+    if (!refused) return error;
+    // The record holding the refused operation: the log is read again, only on this path.
+    const at = Number(refused[1]);
+    let operations = 0;
+    for await (const records of logged) {
+      for (const record of records) {
+        operations += operationCount(record);
+        if (operations > at) return new RecordWriteError(positionOf(record), error);
+      }
+    }
+    return error;
   }
 
   override async close(): Promise<void> {

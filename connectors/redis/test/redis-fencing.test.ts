@@ -188,7 +188,7 @@ describe.each(TARGETS)("I9 on a %s", (_label, targetOf) => {
       // The old owner's next call, exactly as its sink sends it: checkpoint 2, operations 0…0 of 1, epoch 2.
       const marker = `${prefix}exactly-wal:wal:0`;
       const apply = port.runScript("applyChunk", [
-        { keys: [marker, `${prefix}total`], args: [2, 0, 1, 1, 2, "INCRBY", 2, 1, 5] },
+        { keys: [marker, `${prefix}total`], args: [2, 0, 1, 1, 2, "INCRBY", 1, 1, 5] },
       ]);
       expect(String(await rejection(apply))).toContain("exactly: fenced: epoch 2 is below 3");
       // An upsert of subtask 0 at epoch 2, in the fence hash of its slot (the prefix's tag).

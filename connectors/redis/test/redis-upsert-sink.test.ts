@@ -1,6 +1,6 @@
 // The Redis upsert sink against the real server: a job leaves each key at its last record with
-// that record's version beside it; an older or replayed write never moves a key back; a
-// script the server forgot (SCRIPT FLUSH) is loaded again; connections cut mid-write (CLIENT
+// that record's version beside it; an older or replayed write never moves a key back, in calls
+// larger than the script's MGET and MSET slices too; a script the server forgot (SCRIPT FLUSH) is loaded again; connections cut mid-write (CLIENT
 // KILL) are harmless; a record that cannot be encoded fails naming its position; and a server
 // that can lose acknowledged writes is refused, naming the setting (I7).
 
@@ -19,7 +19,7 @@ import { redisUrl } from "@exactly/testkit/endpoints";
 import { startScratchRedis } from "@exactly/testkit/redis/scratch-server";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
-import { RedisUpsertSink, type RedisUpsertSinkOptions, versionKeyOf } from "../src/index.ts";
+import { connectRedis, RedisUpsertSink, type RedisUpsertSinkOptions, versionKeyOf } from "../src/index.ts";
 import { readJson, rejection, withRedis } from "./helpers.ts";
 import { prefixesDeletedAfterAll } from "./prefixes.ts";
 
@@ -115,6 +115,57 @@ describe("RedisUpsertSink", () => {
         }
         expect(await client.get(versionKeyOf(`${prefix}b`))).toBe("3");
       });
+    }
+  });
+
+  it("a call of more writes than one MGET or MSET slice applies each only if newer, and of a key named twice keeps the newer", async () => {
+    const prefix = prefixFor("slices");
+    const keys = 2_600;
+    const sink = new RedisUpsertSink(
+      options(prefix, {
+        value: { shape: "string", of: (r) => r.payload },
+        writesPerCall: 3_000,
+        maxBufferedRecords: 3_000,
+      }),
+    );
+    await sink.open(sinkContext("slices"));
+    const rows = (from: number) =>
+      Array.from({ length: keys }, (_, i) => ({ id: from + i, key: `k${i}`, payload: `p${from + i}` }));
+    try {
+      await sink.writeBatch(batch(rows(10_000)));
+      await sink.snapshotState(1);
+      // Older versions of every key, and newer ones of every other key, in one call.
+      await sink.writeBatch(
+        batch(rows(0).map((r, i) => (i % 2 === 0 ? r : { ...r, id: r.id + 20_000, payload: `p${r.id + 20_000}` }))),
+      );
+      await sink.snapshotState(2);
+    } finally {
+      await sink.close();
+    }
+    await withRedis(redisUrl(), async (client) => {
+      for (const i of [0, 1, 1_500, 2_599]) {
+        const version = i % 2 === 0 ? 10_000 + i : 20_000 + i;
+        expect(await client.get(`${prefix}k${i}`)).toBe(`p${version}`);
+        expect(await client.get(versionKeyOf(`${prefix}k${i}`))).toBe(String(version));
+      }
+    });
+    // The sink sends a key once per flush; the script keeps a key named twice in one call right too.
+    const port = await connectRedis(redisUrl());
+    try {
+      const key = `${prefix}twice`;
+      const applied = await port.runScript("guardedUpsert", [
+        {
+          keys: [key, versionKeyOf(key), key, versionKeyOf(key), key, versionKeyOf(key)],
+          args: ["string", 0, 0, "", 5, 1, "five", 9, 1, "nine", 7, 1, "seven"],
+        },
+      ]);
+      expect(applied).toEqual([2]);
+      await withRedis(redisUrl(), async (client) => {
+        expect(await client.get(key)).toBe("nine");
+        expect(await client.get(versionKeyOf(key))).toBe("9");
+      });
+    } finally {
+      await port.close();
     }
   });
 

@@ -2,7 +2,7 @@
 // and stream entries are exact; a checkpoint whose calls stopped part-way (an operation the
 // server refused) resumes where the marker says, applying nothing twice; a fresh start under
 // an old name forgets the old markers; a record whose operations cannot be encoded fails
-// naming its position.
+// naming its position; a checkpoint logged in the earlier line format is still applied.
 
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -138,6 +138,36 @@ describe("RedisWriteAheadSink", () => {
     await withRedis(redisUrl(), async (client) => {
       expect(Number(await client.get(`${prefix}total`))).toBe(29);
       expect(Number(await client.get(`${prefix}bad`))).toBe(1);
+    });
+  });
+
+  it("a checkpoint logged in the earlier line format (an object per record) is applied after an upgrade", async () => {
+    const prefix = prefixFor("earlier-lines");
+    const context = await storageContext("earlier-lines");
+    const earlier = (offset: number) =>
+      JSON.stringify({
+        position: { source: "s", split: "0", offset },
+        operations: [
+          ["INCRBY", "total", offset],
+          ["HINCRBY", "counts", "k", 1],
+        ],
+      });
+    const logs = context.storage.logStore(context.sinkId);
+    await logs.append("0-1", [earlier(1), earlier(2), earlier(3)]);
+    await logs.sync("0-1");
+    await logs.close?.();
+    const sink = new RedisWriteAheadSink<Row>({
+      connection: redisUrl(),
+      keyPrefix: prefix,
+      operations: (r) => ({ op: "incrBy", key: "total", by: r.id }),
+      operationsPerCall: 4,
+    });
+    const state = { pending: [{ checkpointId: 1, subtask: 0, log: "0-1" }], current: "0-2" };
+    await sink.open({ ...context, restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] });
+    await sink.close();
+    await withRedis(redisUrl(), async (client) => {
+      expect(Number(await client.get(`${prefix}total`))).toBe(6);
+      expect(await client.hgetall(`${prefix}counts`)).toEqual({ k: "3" });
     });
   });
 

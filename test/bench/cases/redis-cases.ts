@@ -3,14 +3,19 @@
  *   node test/bench/cases/redis-cases.ts <case> <records> <dir>
  * Every case writes the same generated records under a fresh key prefix of its own
  * (EXACTLY_REDIS_URL), then deletes it: the sinks through a job, raw ioredis pipelines of the
- * same commands without the runtime, and the naive loop (one awaited command per record).
+ * same commands without the runtime, the naive loop (one awaited command per record), and each
+ * exactly-once sink's script alone on the server (its calls encoded beforehand, raw RESP).
  * Upserts SET 100,000 keys, each many times; increments HINCRBY 100 fields of 1,000 hashes.
  */
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
 import { Redis } from "ioredis";
+import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
 import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
@@ -89,6 +94,97 @@ async function naive(): Promise<void> {
   await cleanUp();
 }
 
+/**
+ * A sink's script alone on the server, its ceiling: the calls the sink makes (the same
+ * records, keys and calls of the same size), encoded before the clock starts and written as
+ * RESP on a socket with CALLS_IN_FLIGHT of them out, so only the server's time is measured.
+ */
+const CALLS_IN_FLIGHT = 16;
+
+function resp(args: readonly (string | number)[]): Buffer {
+  let text = `*${args.length}\r\n`;
+  for (const arg of args) {
+    const s = String(arg);
+    text += `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
+  }
+  return Buffer.from(text);
+}
+
+/** Sends commands `inFlight` at a time and waits for all replies: integers, or errors, which fail the case. */
+async function sendRaw(commands: readonly Buffer[], inFlight: number): Promise<number> {
+  const { hostname, port, password, username } = new URL(url);
+  const socket = connect(Number(port || 6379), hostname);
+  await once(socket, "connect");
+  let replies = 0;
+  let wanted = 0;
+  let wake: (() => void) | undefined;
+  let failure: string | undefined;
+  let pending = "";
+  socket.on("data", (data: Buffer) => {
+    // Every reply is one line (an integer, OK or an error).
+    const text = pending + data.toString("latin1");
+    const lines = text.split("\r\n");
+    pending = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.startsWith("-")) failure ??= line;
+      replies++;
+    }
+    if (replies >= wanted) wake?.();
+  });
+  const send = async (batch: readonly Buffer[]) => {
+    wanted += batch.length;
+    socket.write(Buffer.concat(batch));
+    while (replies < wanted && failure === undefined) await new Promise<void>((resolve) => (wake = resolve));
+    if (failure) throw new Error(`redis: ${failure}`);
+  };
+  if (password) await send([resp(username ? ["AUTH", username, password] : ["AUTH", password])]);
+  const started = performance.now();
+  for (let i = 0; i < commands.length; i += inFlight) await send(commands.slice(i, i + inFlight));
+  const seconds = (performance.now() - started) / 1000;
+  socket.end();
+  return seconds;
+}
+
+/** The upsert sink's guard script, 500 writes a call, as the sink sends a flush's records. */
+async function guardCeiling(): Promise<void> {
+  const sha = createHash("sha1").update(SCRIPTS.guardedUpsert).digest("hex");
+  const commands = [resp(["SCRIPT", "LOAD", SCRIPTS.guardedUpsert])];
+  for (let start = 0; start < records; start += 500) {
+    const keys: string[] = [];
+    const args: (string | number)[] = ["string", 0, 0, ""];
+    for (let id = start; id < Math.min(records, start + 500); id++) {
+      const r = benchRecord(id);
+      const key = prefix + upsertKey(r);
+      keys.push(key, `{${key}}:exactly-version`);
+      args.push(r.id, 1, r.payload);
+    }
+    commands.push(resp(["EVALSHA", sha, keys.length, ...keys, ...args]));
+  }
+  const seconds = await sendRaw(commands, CALLS_IN_FLIGHT);
+  report({ records, seconds, checkpointMs: [] });
+  await cleanUp();
+}
+
+/** The write-ahead sink's apply script, 1,000 increments a call, as the sink applies a checkpoint. */
+async function applyCeiling(): Promise<void> {
+  const sha = createHash("sha1").update(SCRIPTS.applyChunk).digest("hex");
+  const commands = [resp(["SCRIPT", "LOAD", SCRIPTS.applyChunk])];
+  for (let first = 0; first < records; first += 1000) {
+    const count = Math.min(1000, records - first);
+    const keys = [`${prefix}exactly-wal:ceiling:0`];
+    const args: (string | number)[] = [1, first, first + count >= records ? 1 : 0, count, 0, "HINCRBY", 2, count];
+    for (let id = first; id < first + count; id++) {
+      const { hash, field } = counter(benchRecord(id));
+      keys.push(prefix + hash);
+      args.push(field, 1);
+    }
+    commands.push(resp(["EVALSHA", sha, keys.length, ...keys, ...args]));
+  }
+  const seconds = await sendRaw(commands, CALLS_IN_FLIGHT);
+  report({ records, seconds, checkpointMs: [] });
+  await cleanUp();
+}
+
 const increment = (r: BenchRecord) => {
   const { hash, field } = counter(r);
   return { op: "hIncrBy" as const, key: hash, field, by: 1 };
@@ -121,6 +217,8 @@ const cases: Record<string, () => Promise<void>> = {
       p.hincrby(prefix + hash, field, 1);
     }),
   "naive (one awaited SET per record)": naive,
+  "guard script alone (server ceiling of the upsert sink)": guardCeiling,
+  "apply script alone (server ceiling of the write-ahead sink)": applyCeiling,
 };
 const run = cases[name];
 if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);

@@ -17,7 +17,9 @@ export const FENCED_REPLY = /exactly: fenced: epoch (\d+) is below (\d+)/;
  * each write its data key and its version key. A fence field of the subtask above the epoch
  * refuses the whole call before anything is written (I9). A write applies only if its
  * version is greater than the stored one, so a replayed write never moves a key back.
- * Returns how many writes applied.
+ * The guard is paid per call, not per write: every stored version comes in one MGET, and the
+ * strings without a TTL (value and version) go out in one MSET, each in slices, as Lua's
+ * unpack takes at most a few thousand values. Returns how many writes applied.
  */
 const GUARDED_UPSERT = `
 local shape = ARGV[1]
@@ -29,16 +31,31 @@ if epoch > 0 then
   if fence > epoch then return redis.error_reply('exactly: fenced: epoch ' .. epoch .. ' is below ' .. fence) end
   from = 2
 end
+local versionKeys = {}
+for i = from + 1, #KEYS, 2 do versionKeys[#versionKeys + 1] = KEYS[i] end
+local stored = {}
+for s = 1, #versionKeys, 1000 do
+  local got = redis.call('MGET', unpack(versionKeys, s, math.min(s + 999, #versionKeys)))
+  for j = 1, #got do stored[s + j - 1] = got[j] end
+end
+-- The version each key got in this call, for a key named twice in it.
+local newer = {}
+local sets = {}
 local at = 5
+local w = 0
 local applied = 0
 for i = from, #KEYS, 2 do
+  w = w + 1
   local version = ARGV[at]
   local n = tonumber(ARGV[at + 1])
-  local stored = redis.call('GET', KEYS[i + 1])
-  if (not stored) or tonumber(version) > tonumber(stored) then
+  local current = newer[KEYS[i + 1]] or stored[w]
+  if (not current) or tonumber(version) > tonumber(current) then
     if shape == 'string' and ttl == 0 then
-      -- Value and version in one command: one command for the server and its append-only file.
-      redis.call('MSET', KEYS[i], ARGV[at + 2], KEYS[i + 1], version)
+      local m = #sets
+      sets[m + 1] = KEYS[i]
+      sets[m + 2] = ARGV[at + 2]
+      sets[m + 3] = KEYS[i + 1]
+      sets[m + 4] = version
     else
       if shape == 'string' then
         redis.call('SET', KEYS[i], ARGV[at + 2], 'PX', ttl)
@@ -52,10 +69,13 @@ for i = from, #KEYS, 2 do
         redis.call('SET', KEYS[i + 1], version)
       end
     end
+    newer[KEYS[i + 1]] = version
     applied = applied + 1
   end
   at = at + 2 + n
 end
+-- In order: of a key named twice, the later value is the one left.
+for s = 1, #sets, 4000 do redis.call('MSET', unpack(sets, s, math.min(s + 3999, #sets))) end
 return applied
 `;
 
@@ -63,15 +83,17 @@ return applied
  * One chunk of a checkpoint's operations, applied once. KEYS[1] is the marker hash of
  * (sink, subtask): the checkpoint it last applied, how many of that checkpoint's operations
  * are in, and whether all are; in a sharded job also the fence, the newest owner's epoch.
- * KEYS[2…] are the chunk's data keys. ARGV: checkpoint, the index of the chunk's first
- * operation within the checkpoint, whether it is the last chunk, the operation count, the
- * owner's epoch (0: not sharded, no fence), then per operation its command, its key's index
- * in KEYS, its argument count and the arguments. A fence above the epoch refuses the call
- * before anything is written (I9). Operations the marker shows applied are skipped, so a replay after
- * a crash between chunks applies none twice, whatever the chunk size then; a chunk that
- * would leave a gap is refused. An operation that fails (WRONGTYPE …) stops the chunk with
- * the marker at it, since Redis does not undo a failed script's writes. Only the commands
- * the sink encodes are allowed. Returns how many operations it applied.
+ * KEYS[2…] are the chunk's operations' keys, one per operation, in order. ARGV: checkpoint,
+ * the index of the chunk's first operation within the checkpoint, whether it is the last
+ * chunk, the operation count, the owner's epoch (0: not sharded, no fence), then runs of
+ * operations with one command and one argument count: the command, the argument count, how
+ * many operations the run holds, then their arguments (`apply-calls.ts` builds them). A fence
+ * above the epoch refuses the call before anything is written (I9). Operations the marker
+ * shows applied are skipped, so a replay after a crash between chunks applies none twice,
+ * whatever the chunk size then; a chunk that would leave a gap is refused. An operation that
+ * fails (WRONGTYPE …) stops the chunk with the marker at it, since Redis does not undo a
+ * failed script's writes. Only the commands the sink encodes are allowed. Returns how many
+ * operations it applied.
  */
 const APPLY_CHUNK = `
 local allowed = { INCRBY = true, HINCRBY = true, RPUSH = true, LPUSH = true, SADD = true, ZADD = true, XADD = true, SET = true, HSET = true }
@@ -92,27 +114,40 @@ if doneCheckpoint < checkpoint then doneOps = 0 end
 if first > doneOps then
   return redis.error_reply('exactly: chunk from operation ' .. first .. ' of checkpoint ' .. checkpoint .. ' comes before operations ' .. doneOps .. '..' .. (first - 1) .. ' are in')
 end
+-- Operations before doneOps - first are in already (a replay of a chunk cut short).
+local skip = doneOps - first
+local rpcall = redis.pcall
 local at = 6
-local applied = 0
-for o = 0, count - 1 do
+local o = 0
+while o < count do
   local command = ARGV[at]
-  local key = KEYS[tonumber(ARGV[at + 1])]
-  local argc = tonumber(ARGV[at + 2])
+  local argc = tonumber(ARGV[at + 1])
+  local n = tonumber(ARGV[at + 2])
   if not allowed[command] then return redis.error_reply('exactly: command not allowed: ' .. command) end
-  if first + o >= doneOps then
-    -- A script's writes are not undone when it fails: on an error, the marker keeps what is in.
-    local result = redis.pcall(command, key, unpack(ARGV, at + 3, at + 2 + argc))
-    if type(result) == 'table' and result.err then
-      redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', first + o, 'done', '0')
-      return redis.error_reply('exactly: operation ' .. (first + o) .. ' of checkpoint ' .. checkpoint .. ' (' .. command .. ' ' .. key .. '): ' .. result.err)
+  at = at + 3
+  for _ = 1, n do
+    if o >= skip then
+      local result
+      if argc == 2 then
+        result = rpcall(command, KEYS[o + 2], ARGV[at], ARGV[at + 1])
+      elseif argc == 1 then
+        result = rpcall(command, KEYS[o + 2], ARGV[at])
+      else
+        result = rpcall(command, KEYS[o + 2], unpack(ARGV, at, at + argc - 1))
+      end
+      -- A script's writes are not undone when it fails: on an error, the marker keeps what is in.
+      if type(result) == 'table' and result.err then
+        redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', first + o, 'done', '0')
+        return redis.error_reply('exactly: operation ' .. (first + o) .. ' of checkpoint ' .. checkpoint .. ' (' .. command .. ' ' .. KEYS[o + 2] .. '): ' .. result.err)
+      end
     end
-    applied = applied + 1
+    o = o + 1
+    at = at + argc
   end
-  at = at + 3 + argc
 end
 local ops = math.max(doneOps, first + count)
 redis.call('HSET', marker, 'checkpoint', checkpoint, 'ops', ops, 'done', last and '1' or '0')
-return applied
+return math.max(0, count - skip)
 `;
 
 /**
