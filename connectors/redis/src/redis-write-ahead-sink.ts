@@ -48,6 +48,25 @@ interface LoggedOperations {
 /** The error the apply script gives for a refused operation: `exactly: operation <index> of checkpoint …`. */
 const REFUSED_OPERATION = /exactly: operation (\d+) of checkpoint/;
 
+/** Calls of a checkpoint sent in one pipeline, and pipelines on their way at once while the log is read on. */
+const CALLS_PER_PIPELINE = 8;
+const PIPELINES_IN_FLIGHT = 4;
+
+/** The source position of the record whose operations hold the checkpoint's `operation`-th (from 0). */
+async function positionOfOperation(
+  logged: LoggedRecords<LoggedOperations>,
+  operation: number,
+): Promise<RecordPosition | undefined> {
+  let first = 0;
+  for await (const records of logged) {
+    for (const record of records) {
+      first += record.operations.length;
+      if (operation < first) return record.position;
+    }
+  }
+  return undefined;
+}
+
 /**
  * The exactly-once Redis sink for writes that are not idempotent (INCRBY, HINCRBY, list
  * pushes, set adds, XADD), on {@link GenericWriteAheadSink}: a checkpoint's operations are
@@ -203,65 +222,84 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     throw new Error("RedisWriteAheadSink applies a checkpoint in sendAndCommit");
   }
 
-  /** The checkpoint's operations in calls of `operationsPerCall`, each guarded by the marker. */
+  /**
+   * The checkpoint's operations in calls of `operationsPerCall`, each guarded by the marker,
+   * read from the log as they are sent: a few pipelines of calls on their way at a time, never
+   * the whole checkpoint decoded at once.
+   */
   protected override async sendAndCommit(
     logged: LoggedRecords<LoggedOperations>,
     checkpointId: number,
     subtask: number,
   ): Promise<void> {
     const marker = this.markerOf(subtask);
-    // The whole checkpoint: its calls go in one pipeline, and a refused operation names its record.
-    const records = await logged.all();
-    const operations: EncodedOperation[] = [];
-    /** The index of each record's first operation, in checkpoint order, to name a refused one's record. */
-    const firstOperation: number[] = [];
-    for (const record of records) {
-      firstOperation.push(operations.length);
-      for (const operation of record.operations) operations.push(operation);
-    }
-    const calls: ScriptCall[] = [];
-    for (
-      let first = 0;
-      first < operations.length || (first === 0 && calls.length === 0);
-      first += this.operationsPerCall
-    ) {
-      const chunk = operations.slice(first, first + this.operationsPerCall);
-      const keys = [marker];
-      const keyIndex = new Map<string, number>();
-      const args: (string | number)[] = [
-        checkpointId,
-        first,
-        first + this.operationsPerCall >= operations.length ? 1 : 0,
-        chunk.length,
-        this.epoch,
-      ];
-      for (const [command, key, ...rest] of chunk) {
-        const full = this.keyPrefix + key;
-        let index = keyIndex.get(full);
-        if (index === undefined) {
-          keys.push(full);
-          index = keys.length;
-          keyIndex.set(full, index);
-        }
-        args.push(command, index, rest.length, ...rest);
-      }
-      calls.push({ keys, args });
-      if (operations.length === 0) break;
-    }
-    // One pipeline: a call applies only right after the one before it (the script refuses a gap).
+    const perCall = this.operationsPerCall;
+    const inFlight: Promise<unknown>[] = [];
+    let calls: ScriptCall[] = [];
+    // A call is known to be the last one only once the log has no operation after it.
+    let chunk: EncodedOperation[] = [];
+    let first = 0;
+    const send = async (): Promise<void> => {
+      // One connection, so calls apply in the order sent; a call after a refused one is refused too
+      // (the script refuses a gap), and the first failure is the one awaited first.
+      const sending = this.open_.runScript("applyChunk", calls);
+      sending.catch(() => {});
+      inFlight.push(sending);
+      calls = [];
+      if (inFlight.length >= PIPELINES_IN_FLIGHT) await inFlight.shift();
+    };
     try {
-      await this.open_.runScript("applyChunk", calls);
+      for await (const records of logged) {
+        for (const record of records) {
+          for (const operation of record.operations) {
+            if (chunk.length === perCall) {
+              calls.push(this.applyCall(marker, checkpointId, first, false, chunk));
+              first += chunk.length;
+              chunk = [];
+              if (calls.length === CALLS_PER_PIPELINE) await send();
+            }
+            chunk.push(operation);
+          }
+        }
+      }
+      // The last call marks the checkpoint done; a checkpoint without operations still makes one.
+      calls.push(this.applyCall(marker, checkpointId, first, true, chunk));
+      await send();
+      while (inFlight.length > 0) await inFlight.shift();
     } catch (error) {
       const fenced = fencedError(error, this.sinkName);
       if (fenced) throw fenced;
       const refused = REFUSED_OPERATION.exec(error instanceof Error ? error.message : "");
       if (!refused) throw error;
-      // The last record whose first operation is at or before the refused one.
-      const at = Number(refused[1]);
-      let record = 0;
-      while (record + 1 < firstOperation.length && (firstOperation[record + 1] as number) <= at) record++;
-      throw new RecordWriteError((records[record] as LoggedOperations).position, error);
+      // The log is read again, only now, for the record whose operations hold the refused one.
+      const position = await positionOfOperation(logged, Number(refused[1]));
+      if (position === undefined) throw error;
+      throw new RecordWriteError(position, error);
     }
+  }
+
+  /** One script call: operations `first`… of the checkpoint, and the marker's advance past them. */
+  private applyCall(
+    marker: string,
+    checkpointId: number,
+    first: number,
+    last: boolean,
+    chunk: readonly EncodedOperation[],
+  ): ScriptCall {
+    const keys = [marker];
+    const keyIndex = new Map<string, number>();
+    const args: (string | number)[] = [checkpointId, first, last ? 1 : 0, chunk.length, this.epoch];
+    for (const [command, key, ...rest] of chunk) {
+      const full = this.keyPrefix + key;
+      let index = keyIndex.get(full);
+      if (index === undefined) {
+        keys.push(full);
+        index = keys.length;
+        keyIndex.set(full, index);
+      }
+      args.push(command, index, rest.length, ...rest);
+    }
+    return { keys, args };
   }
 
   override async close(): Promise<void> {
