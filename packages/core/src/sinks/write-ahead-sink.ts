@@ -91,9 +91,9 @@ export interface WriteAheadState {
  * version can send a checkpoint's records twice.
  *
  * The next checkpoint is logged while completed ones are sent. When sending falls behind,
- * `writeBatch` waits (backpressure, I6) until the work queued for it is within about two
- * checkpoint intervals of sending (`ReplayBacklog`), so commit latency and the logs on
- * disk stay bounded and the source runs at the external system's pace.
+ * `writeBatch` waits (backpressure, I6) until what waits to be sent is within about 1.5
+ * checkpoint intervals of sending (`ReplayBacklog`), so commit latency and the logs on disk
+ * stay bounded and the source runs at the external system's pace.
  */
 export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
@@ -195,20 +195,20 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
     const lines = this.encodeBatch(batch);
+    let chars = 0;
+    for (let i = 0; i < lines.length; i++) chars += (lines[i] as string).length + 1;
     const backlog = this.backlog as ReplayBacklog;
-    // Held back while the replay of completed checkpoints lags (I6): the source slows to its pace.
+    // Held back while what waits to be sent is over its budget (I6): the source slows to sending's pace.
     if (backlog.holds) {
-      if (!this.heldBack) {
+      if (!this.heldBack && backlog.lagging) {
         this.heldBack = true;
         this.context.logger.info(
           "sending completed checkpoints is slower than the source: holding the source back to its pace",
           { sink: this.context.sinkId, subtask: this.context.subtask },
         );
       }
-      await backlog.admit();
+      await backlog.admit(chars);
     }
-    let chars = 0;
-    for (let i = 0; i < lines.length; i++) chars += (lines[i] as string).length + 1;
     if (this.currentRecords === 0) this.currentLogStartedAt = Date.now();
     this.currentRecords += batch.values.length;
     this.currentChars += chars;
