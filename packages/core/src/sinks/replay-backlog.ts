@@ -100,7 +100,9 @@ export class ReplayBacklog {
       }
       this.pauseMs += (chars / this.rate()) * 1000;
       if (this.pauseMs >= SHORTEST_PAUSE_MS) {
-        const pause = this.pauseMs;
+        // At most an interval at a time: a send that stalled for a moment must not pace the
+        // writer long after it went on.
+        const pause = Math.min(this.pauseMs, this.intervalSeconds * 1000);
         this.pauseMs = 0;
         await sleep(pause);
       }
