@@ -274,10 +274,11 @@ class FileSystemLogStore implements LogStore {
 
   async *read(name: string): AsyncIterable<readonly string[]> {
     await this.written(name);
-    // 1 MiB chunks, split into lines here: a checkpoint's log is read at every commit.
+    // 64 KiB chunks, split into lines here: a commit decodes and sends a chunk's records while
+    // it reads on, and a smaller chunk keeps fewer of them alive meanwhile.
     const stream = createReadStream(join(this.dir, encodeURIComponent(name)), {
       encoding: "utf8",
-      highWaterMark: 1 << 20,
+      highWaterMark: 1 << 16,
     });
     let rest = "";
     for await (const chunk of stream as AsyncIterable<string>) {

@@ -5,6 +5,7 @@ import { reachFault } from "../faults/fault-points.ts";
 import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import { lingeringContext } from "./lingering-context.ts";
+import { ReplayBacklog } from "./replay-backlog.ts";
 import { type RetryOptions, withRetry } from "./retry.ts";
 import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
@@ -55,7 +56,10 @@ export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
  * iteration reads the log again, so a retried commit starts from its first record.
  */
 export interface LoggedRecords<LOGGED> extends AsyncIterable<readonly LOGGED[]> {
-  /** Every record in one array: for a system that takes a checkpoint in one call. */
+  /**
+   * Every record in one array: only for a system that must take a checkpoint in one call, as
+   * it holds the whole checkpoint in memory (under load, more than the batches ever do).
+   */
   all(): Promise<LOGGED[]>;
   /**
    * The log as written (its lines, each ending in `\n`), in chunks of bytes, undecoded: for a
@@ -85,6 +89,11 @@ export interface WriteAheadState {
  * When the committer lives in the same store as the data, override `sendAndCommit` to
  * write data and marker in one transaction: that closes the window in which Flink's
  * version can send a checkpoint's records twice.
+ *
+ * The next checkpoint is logged while completed ones are sent. When sending falls behind,
+ * `writeBatch` waits (backpressure, I6) until what waits to be sent is within about 1.5
+ * checkpoint intervals of sending (`ReplayBacklog`), so commit latency and the logs on disk
+ * stay bounded and the source runs at the external system's pace.
  */
 export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
@@ -97,6 +106,11 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   private logs: LogStore | undefined;
   private currentLog = "";
   private currentRecords = 0;
+  /** Characters of log text in the open log: its share of the replay's work to come. */
+  private currentChars = 0;
+  private backlog: ReplayBacklog | undefined;
+  /** Whether the writer was held back yet in this attempt: said once in the log, not at every batch. */
+  private heldBack = false;
   private readonly pending: PendingLog[] = [];
   /** When each pending log took its first record (this process's clock; not checkpointed). */
   private readonly pendingSince = new Map<number, number>();
@@ -155,6 +169,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   async open(context: SinkContext): Promise<void> {
     this.ctx = context;
     this.logs = context.storage.logStore(context.sinkId);
+    this.backlog = new ReplayBacklog(context.checkpointTiming.intervalMs);
     await this.committer.open?.();
     const states = context.restoredStates as WriteAheadState[];
     const pending = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
@@ -174,13 +189,30 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     }
     this.currentLog = this.logName(context.subtask, (context.restoredCheckpointId ?? 0) + 1);
     this.currentRecords = 0;
+    this.currentChars = 0;
     reachFault("after-begin");
   }
 
   async writeBatch(batch: Batch<IN>): Promise<void> {
     const lines = this.encodeBatch(batch);
+    let chars = 0;
+    for (let i = 0; i < lines.length; i++) chars += (lines[i] as string).length + 1;
+    const backlog = this.backlog as ReplayBacklog;
+    // Held back while what waits to be sent is over its budget (I6): the source slows to sending's pace.
+    if (backlog.holds) {
+      if (!this.heldBack && backlog.lagging) {
+        this.heldBack = true;
+        this.context.logger.info(
+          "sending completed checkpoints is slower than the source: holding the source back to its pace",
+          { sink: this.context.sinkId, subtask: this.context.subtask },
+        );
+      }
+      await backlog.admit(chars);
+    }
     if (this.currentRecords === 0) this.currentLogStartedAt = Date.now();
     this.currentRecords += batch.values.length;
+    this.currentChars += chars;
+    backlog.logging(chars);
     await (this.logs as LogStore).append(this.currentLog, lines);
     reachFault("mid-write");
   }
@@ -191,22 +223,37 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
       reachFault("after-pre-commit");
       this.pending.push({ checkpointId, subtask: this.context.subtask, log: this.currentLog });
       this.pendingSince.set(checkpointId, this.currentLogStartedAt);
+      this.backlog?.filed(checkpointId, this.currentChars);
       this.currentLog = this.logName(this.context.subtask, checkpointId + 1);
       this.currentRecords = 0;
+      this.currentChars = 0;
       reachFault("after-begin");
     }
     return { pending: [...this.pending], current: this.currentLog };
   }
 
+  /**
+   * Replays every pending log up to `checkpointId`, in order, after the replays already
+   * queued; the writer goes on logging the next checkpoint meanwhile (held back only while
+   * the replay lags, see `ReplayBacklog`).
+   */
   notifyCheckpointComplete(checkpointId: number): Promise<void> {
-    this.commits = this.commits.then(async () => {
-      while (this.pending.length > 0 && (this.pending[0] as PendingLog).checkpointId <= checkpointId) {
-        await this.replay(this.pending[0] as PendingLog);
-        // Sent and marked, still pending in any state taken so far: a replay must find the marker.
-        reachFault("mid-commit");
-        this.pendingSince.delete((this.pending.shift() as PendingLog).checkpointId);
-      }
-    });
+    const backlog = this.backlog as ReplayBacklog;
+    backlog.completed(checkpointId);
+    this.commits = this.commits
+      .then(async () => {
+        while (this.pending.length > 0 && (this.pending[0] as PendingLog).checkpointId <= checkpointId) {
+          await this.replay(this.pending[0] as PendingLog);
+          // Sent and marked, still pending in any state taken so far: a replay must find the marker.
+          reachFault("mid-commit");
+          this.pendingSince.delete((this.pending.shift() as PendingLog).checkpointId);
+        }
+      })
+      .catch((error: unknown) => {
+        // A writer held back for this replay must not wait for it any longer.
+        backlog.stop(error);
+        throw error;
+      });
     return this.commits;
   }
 
@@ -218,6 +265,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   }
 
   async close(): Promise<void> {
+    this.backlog?.stop();
     await this.commits.catch(() => {});
     // A failed attempt closes too: a log it was appending to must not stay open across restarts.
     await this.logs?.close?.();
@@ -230,6 +278,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     try {
       await withRetry(
         async () => {
+          this.backlog?.replaying(log.checkpointId);
           if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
           await this.sendAndCommit(this.loggedRecords(logs, log.log), log.checkpointId, log.subtask);
         },
@@ -239,16 +288,30 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     } catch (error) {
       throw new CommitFailedError(log.checkpointId, error);
     }
+    this.backlog?.replayed(log.checkpointId);
     await logs.delete(log.log);
   }
 
   private loggedRecords(logs: LogStore, name: string): LoggedRecords<LOGGED> {
     const codec = this.codec;
+    const backlog = this.backlog;
     async function* batches(): AsyncGenerator<readonly LOGGED[]> {
       for await (const lines of logs.read(name)) {
         const records = new Array<LOGGED>(lines.length);
-        for (let i = 0; i < lines.length; i++) records[i] = codec.decode(lines[i] as string);
+        let chars = 0;
+        for (let i = 0; i < lines.length; i++) {
+          const line = lines[i] as string;
+          records[i] = codec.decode(line);
+          chars += line.length + 1;
+        }
+        backlog?.read(chars);
         yield records;
+      }
+    }
+    async function* bytes(): AsyncGenerator<Uint8Array> {
+      for await (const chunk of logs.readBytes(name)) {
+        backlog?.read(chunk.byteLength);
+        yield chunk;
       }
     }
     return {
@@ -258,7 +321,7 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
         for await (const batch of batches()) for (const record of batch) records.push(record);
         return records;
       },
-      bytes: () => logs.readBytes(name),
+      bytes,
     };
   }
 }
