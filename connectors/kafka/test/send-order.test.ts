@@ -1,8 +1,8 @@
 // The Kafka sinks keep the order of their sends within every partition with sends in flight
 // (maxInFlightSends 2, the default). kafkajs assigns a send's sequence numbers only after its
 // own awaits (the topic's metadata, the broker, AddPartitionsToTxn), so a later send that
-// skips one of them could overtake an earlier one: the sink's cluster refreshes metadata
-// before nearly every send, and a topic new to the producer adds another await. Here every
+// skips one of them could overtake an earlier one: a transaction's first sends add their
+// partitions to it, and a topic new to the producer adds a metadata refresh. Here every
 // key's records carry a counter in the order the job wrote them, and a reader must see each
 // key's counters strictly increasing (a key lives on one partition). Then a send is retried:
 // its Produce request's connection is cut right after the broker got it, while the next send
