@@ -7,7 +7,7 @@
 import { checkBroker } from "./cluster.ts";
 import { NO_ERROR } from "./error-codes.ts";
 import { decodeFetchResponse, FIRST_FETCH_VERSION, LAST_FETCH_VERSION } from "./fetch-response.ts";
-import { expectFunction, expectFunctions, internals, requireInternal } from "./load.ts";
+import { expectFunction, expectFunctions, internals, KafkajsInternalsError, requireInternal } from "./load.ts";
 import type { InternalBroker, RawMessage } from "./shapes.ts";
 import { withMethods } from "./views.ts";
 
@@ -19,6 +19,13 @@ const brokerFetch = (() => {
   const Broker = expectFunction("src/broker", requireInternal("src/broker/index.js"));
   expectFunctions("Broker.prototype", Broker.prototype, ["fetch"]);
   return (Broker.prototype as { fetch: (this: InternalBroker, args: FetchArguments) => Promise<FetchResult> }).fetch;
+})();
+
+/** The API key of Fetch, as kafkajs's request table names it. */
+const FETCH = (() => {
+  const apiKeys = requireInternal("src/protocol/requests/apiKeys.js") as { Fetch?: unknown };
+  if (apiKeys.Fetch !== 1) throw new KafkajsInternalsError("apiKeys.Fetch is not 1");
+  return 1;
 })();
 
 type RequestFactory = (args: unknown) => {
@@ -38,6 +45,7 @@ function fetchDecodedHere(broker: InternalBroker, args: FetchArguments): Promise
   const view = withMethods(broker, {
     lookupRequest: (apiKey: number, definition: unknown): RequestFactory => {
       const make = lookupRequest.call(broker, apiKey, definition);
+      if (apiKey !== FETCH) return make;
       return (request) => {
         const built = make(request);
         const version = built.request.apiVersion;
