@@ -6,8 +6,59 @@
  */
 import { checkBroker } from "./cluster.ts";
 import { NO_ERROR } from "./error-codes.ts";
-import { internals } from "./load.ts";
+import { decodeFetchResponse, FIRST_FETCH_VERSION, LAST_FETCH_VERSION } from "./fetch-response.ts";
+import { expectFunction, expectFunctions, internals, KafkajsInternalsError, requireInternal } from "./load.ts";
 import type { InternalBroker, RawMessage } from "./shapes.ts";
+import { withMethods } from "./views.ts";
+
+type FetchArguments = Parameters<InternalBroker["fetch"]>[0];
+type FetchResult = Awaited<ReturnType<InternalBroker["fetch"]>>;
+
+/** kafkajs's Broker#fetch, run on a view of the broker (so its request, shuffle and send path stay kafkajs's). */
+const brokerFetch = (() => {
+  const Broker = expectFunction("src/broker", requireInternal("src/broker/index.js"));
+  expectFunctions("Broker.prototype", Broker.prototype, ["fetch"]);
+  return (Broker.prototype as { fetch: (this: InternalBroker, args: FetchArguments) => Promise<FetchResult> }).fetch;
+})();
+
+/** The API key of Fetch, as kafkajs's request table names it. */
+const FETCH = (() => {
+  const apiKeys = requireInternal("src/protocol/requests/apiKeys.js") as { Fetch?: unknown };
+  if (apiKeys.Fetch !== 1) throw new KafkajsInternalsError("apiKeys.Fetch is not 1");
+  return 1;
+})();
+
+type RequestFactory = (args: unknown) => {
+  request: { apiVersion: number };
+  response: { decode(raw: Buffer): Promise<unknown>; parse(data: unknown): Promise<unknown> };
+};
+
+/**
+ * `broker.fetch(args)` with the response decoded by fetch-response.ts for the versions it reads
+ * (kafkajs's Broker#fetch looks up its Fetch request through `lookupRequest`; the view answers
+ * the same request with another `decode`). Any other version decodes as kafkajs does.
+ */
+function fetchDecodedHere(broker: InternalBroker, args: FetchArguments): Promise<FetchResult> {
+  expectFunctions("Broker", broker, ["lookupRequest"]);
+  const lookupRequest = (broker as unknown as { lookupRequest(apiKey: number, definition: unknown): RequestFactory })
+    .lookupRequest;
+  const view = withMethods(broker, {
+    lookupRequest: (apiKey: number, definition: unknown): RequestFactory => {
+      const make = lookupRequest.call(broker, apiKey, definition);
+      if (apiKey !== FETCH) return make;
+      return (request) => {
+        const built = make(request);
+        const version = built.request.apiVersion;
+        if (version < FIRST_FETCH_VERSION || version > LAST_FETCH_VERSION) return built;
+        return {
+          ...built,
+          response: { ...built.response, decode: (raw: Buffer) => decodeFetchResponse(version, raw) },
+        };
+      };
+    },
+  });
+  return brokerFetch.call(view, args);
+}
 
 export interface FetchedRecord {
   readonly offset: string;
@@ -118,7 +169,7 @@ export async function fetchCommitted(
     list.push({ partition: p.partition, fetchOffset: p.fetchOffset, maxBytes: p.maxBytes });
     byTopic.set(p.topic, list);
   }
-  const { responses } = await broker.fetch({
+  const { responses } = await fetchDecodedHere(broker, {
     isolationLevel: internals.READ_COMMITTED,
     maxWaitTime: request.maxWaitTimeMs,
     minBytes: 1,

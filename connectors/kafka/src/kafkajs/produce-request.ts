@@ -23,6 +23,7 @@ import {
 } from "./load.ts";
 import { encodeProduceRequestBody, type PartitionRecords } from "./record-batch.ts";
 import type { InternalBroker, InternalCluster, ProtocolRequest, ProtocolResponse } from "./shapes.ts";
+import { withMethods } from "./views.ts";
 
 /** What kafkajs's sendMessages passes to `broker.produce`. */
 interface ProduceArguments {
@@ -132,35 +133,28 @@ async function produce(broker: ProducingBroker, args: ProduceArguments): Promise
   return send.call(broker, { request: { ...built.request, encode }, response: built.response });
 }
 
-/** `target` with `override` in place of one of its methods; every other method runs on `target` itself. */
-function withMethod<T extends object>(target: T, name: string, override: unknown): T {
-  return new Proxy(target, {
-    get(object, property) {
-      if (property === name) return override;
-      const value = Reflect.get(object, property, object);
-      return typeof value === "function" ? value.bind(object) : value;
-    },
-  });
-}
+/** Makes one Produce request (`request`) for `broker`: where the caller can hold a request back or watch it fail. */
+export type AroundProduce = (broker: InternalBroker, request: () => Promise<unknown>) => Promise<unknown>;
 
 /**
  * `cluster` as the message producer should see it: `findBroker` answers the same broker with
- * {@link produce} as its `produce` (one such view per broker, so the producer's per-broker
- * bookkeeping sees one broker, as before).
+ * {@link produce} as its `produce`, made through `around` (one such view per broker, so the
+ * producer's per-broker bookkeeping sees one broker, as before).
  */
-export function producingCluster(cluster: InternalCluster): InternalCluster {
+export function producingCluster(cluster: InternalCluster, around: AroundProduce): InternalCluster {
   const views = new WeakMap<InternalBroker, InternalBroker>();
   const viewOf = (broker: InternalBroker): InternalBroker => {
     let view = views.get(broker);
     if (!view) {
       const producing = broker as ProducingBroker;
       expectFunctions("Broker", producing, ["lookupRequest", "produce"]);
-      view = withMethod(broker, "produce", (args: ProduceArguments) => produce(producing, args));
+      const produceThrough = (args: ProduceArguments) => around(view as InternalBroker, () => produce(producing, args));
+      view = withMethods(broker, { produce: produceThrough });
       views.set(broker, view);
     }
     return view;
   };
-  return withMethod(cluster, "findBroker", async (request: { nodeId: number | string }) =>
-    viewOf(await cluster.findBroker(request)),
-  );
+  return withMethods(cluster, {
+    findBroker: async (request: { nodeId: number | string }) => viewOf(await cluster.findBroker(request)),
+  });
 }

@@ -17,6 +17,7 @@ import {
   resolveInternal,
 } from "./load.ts";
 import { producingCluster } from "./produce-request.ts";
+import { type Retrier, SendOrder } from "./send-order.ts";
 import type { EosManager, InternalCluster, MessageProducer, TopicMessages } from "./shapes.ts";
 import type { TransactionHandle } from "./transactions.ts";
 
@@ -109,7 +110,10 @@ function loggerOf(kafka: Kafka): unknown {
 
 /**
  * kafkajs's message producer (with linear grouping, and record batches encoded by
- * record-batch.ts) over `eos`, sharing `cluster`'s connections.
+ * record-batch.ts) over `eos`, sharing `cluster`'s connections, whose sends land in the order
+ * they were made within every partition (see send-order.ts). Each send runs on a message
+ * producer of its own, made for it, whose lock, retry and produce hooks report to that send;
+ * the producer id, epoch, sequence numbers, broker locks and partitioner are shared.
  */
 function messageProducer(
   logger: unknown,
@@ -117,17 +121,26 @@ function messageProducer(
   eos: EosManager,
   idempotent: boolean,
 ): MessageProducer {
-  const producer = createMessageProducer({
-    logger,
-    cluster: producingCluster(cluster),
-    partitioner: kafkajs.Partitioners.DefaultPartitioner(),
-    eosManager: eos,
-    idempotent,
-    retrier: internals.createRetry(cluster.retry),
-    getConnectionStatus: () => internals.CONNECTED,
-  });
-  expectFunctions("MessageProducer", producer, ["sendBatch"]);
-  return producer;
+  expectFunctions("EosManager", eos, ["acquireBrokerLock", "releaseBrokerLock"]);
+  const order = new SendOrder();
+  const partitioner = kafkajs.Partitioners.DefaultPartitioner();
+  const retrier = internals.createRetry(cluster.retry) as Retrier;
+  return {
+    sendBatch(request) {
+      const send = order.begin();
+      const producer = createMessageProducer({
+        logger,
+        cluster: producingCluster(cluster, (broker, produce) => send.produce(broker, produce)),
+        partitioner,
+        eosManager: send.eosManager(eos),
+        idempotent,
+        retrier: send.retrier(retrier),
+        getConnectionStatus: () => internals.CONNECTED,
+      });
+      expectFunctions("MessageProducer", producer, ["sendBatch"]);
+      return send.track(producer.sendBatch(request));
+    },
+  };
 }
 
 /** A transactional producer for exactly one transaction. */

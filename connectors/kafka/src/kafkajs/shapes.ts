@@ -14,6 +14,9 @@ export interface EosManager {
   getProducerEpoch(): number;
   getTransactionalId(): string;
   isInTransaction(): boolean;
+  /** The producer's lock on one broker, held by sendMessages from before a Produce request's sequence numbers until its answer. */
+  acquireBrokerLock(broker: object): Promise<void>;
+  releaseBrokerLock(broker: object): unknown;
 }
 
 /** A request kafkajs's connection pool can send: what kafkajs's protocol/requests modules build. */
