@@ -480,7 +480,10 @@ async function runSuite(suite: Suite, size: number, env: Record<string, string>)
   const results = new Map<string, CaseResult[]>(suite.cases.map((name) => [name, []]));
   const recordsOf = (name: string) => Math.min(size, suite.fewerRecords?.[name]?.records ?? size);
   for (let round = 1; round <= rounds; round++) {
-    for (const name of suite.cases) {
+    // Every other round runs the cases in reverse, so no case always follows the same one
+    // (a broker still flushing the previous case's output slows whichever case comes next).
+    const order = round % 2 === 1 ? suite.cases : [...suite.cases].reverse();
+    for (const name of order) {
       const dir = await mkdtemp(join(tmpdir(), "exactly-bench-"));
       process.stderr.write(`${suite.connector}: ${name}${rounds > 1 ? ` (round ${round} of ${rounds})` : ""} …\n`);
       const script = suite.scriptFor?.[name] ?? (isServerTool(suite, name) ? SERVER_TOOLS : suite.script);
