@@ -3,6 +3,21 @@ import kafkajs from "kafkajs";
 import { benchRecord } from "./bench-protocol.ts";
 
 /**
+ * Deletes topics a case or suite made, once their records are measured: a broker holding
+ * every earlier run's topics starts, restarts and answers metadata requests ever slower.
+ */
+export async function deleteBenchTopics(brokers: string[], topics: string[]): Promise<void> {
+  const kafka = new kafkajs.Kafka({ clientId: "exactly-bench-cleanup", brokers, logLevel: kafkajs.logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.deleteTopics({ topics });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
  * Fills a fresh input topic with the benchmark's records `from` up to `to`, once, before the
  * Kafka cases run.
  */

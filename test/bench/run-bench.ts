@@ -34,7 +34,7 @@ import {
   summariseSuite,
   writeResults,
 } from "./bench-report.ts";
-import { prepareKafkaInput } from "./kafka-input.ts";
+import { deleteBenchTopics, prepareKafkaInput } from "./kafka-input.ts";
 import { runSoak } from "./soak.ts";
 
 const { values } = parseArgs({
@@ -128,6 +128,8 @@ interface Suite {
   readonly fewerRecords?: Readonly<Record<string, { readonly records: number; readonly why: string }>>;
   /** Prepares input shared by the cases; returns extra environment for them. */
   readonly prepare?: () => Promise<Record<string, string>>;
+  /** Removes what `prepare` made, given the environment it returned. */
+  readonly cleanUp?: (env: Record<string, string>) => Promise<void>;
   /** Why the suite cannot run here, if it cannot. */
   readonly unavailable?: string;
 }
@@ -250,6 +252,11 @@ const suites: Suite[] = [
         BENCH_KAFKA_INPUT_HALVES: halves.join(","),
       };
     },
+    cleanUp: (env) =>
+      deleteBenchTopics(
+        kafkaBrokers,
+        [env.BENCH_KAFKA_INPUT ?? "", ...(env.BENCH_KAFKA_INPUT_HALVES ?? "").split(",")].filter(Boolean),
+      ),
     ...(kafkaBrokers.length === 0
       ? {
           unavailable: 'EXACTLY_KAFKA_BROKERS is not set (pnpm services up kafka, then eval "$(pnpm -s services env)")',
@@ -434,13 +441,17 @@ for (const suite of suites) {
     notRun.push({ connector: suite.connector, why: suite.unavailable });
     continue;
   }
-  const env = (await suite.prepare?.()) ?? {};
   const chosen = chosenCases(suite);
   if (chosen.cases.length === 0) continue;
-  for (const size of suite.sizes) {
-    const summary = await runSuite(chosen, size, env);
-    console.log(formatSuite(summary));
-    summaries.push(summary);
+  const env = (await suite.prepare?.()) ?? {};
+  try {
+    for (const size of suite.sizes) {
+      const summary = await runSuite(chosen, size, env);
+      console.log(formatSuite(summary));
+      summaries.push(summary);
+    }
+  } finally {
+    await suite.cleanUp?.(env);
   }
 }
 const results: BenchResults = {

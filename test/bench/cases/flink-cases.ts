@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { buildJavaProject } from "@exactly/testkit/java-project";
 import kafkajs from "kafkajs";
 import { reportResult, runId } from "../bench-protocol.ts";
+import { deleteBenchTopics } from "../kafka-input.ts";
 import { runTool } from "../tool-process.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
@@ -45,6 +46,7 @@ async function flink(parallelism: number): Promise<void> {
     peakRssMb: run.peakRssMb,
     checkpointMs: [],
   });
+  await deleteBenchTopics(brokers, [output]);
 }
 
 const cases: Record<string, () => Promise<void>> = {

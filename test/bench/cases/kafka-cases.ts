@@ -20,6 +20,7 @@ import {
   runCaseProcess,
   runId,
 } from "../bench-protocol.ts";
+import { deleteBenchTopics } from "../kafka-input.ts";
 import { benchShard, type KafkaBenchParams } from "./kafka-job.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
@@ -219,3 +220,6 @@ const cases: Record<string, () => Promise<void>> = {
 const run = cases[name];
 if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);
 await run();
+// The output is measured: the process that named it deletes it (a shard's parent, for a shard;
+// a SIGKILLed first run never gets here, its restart does).
+if (!process.env.BENCH_KAFKA_OUTPUT) await deleteBenchTopics(brokers, [output]);

@@ -13,6 +13,7 @@ import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
 import pg from "pg";
 import { benchRecord, reportResult, runId } from "../bench-protocol.ts";
+import { deleteBenchTopics } from "../kafka-input.ts";
 import { runTool, type ToolRun } from "../tool-process.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
@@ -110,6 +111,7 @@ async function producerPerformance(transactional: boolean): Promise<void> {
   const summary = /(\d+) records sent, ([\d.]+) records\/sec/.exec(run.output);
   if (!summary) throw new Error(`ProducerPerformance printed no summary: ${run.output.slice(-300)}`);
   reportTool(run, Number(summary[2]));
+  await deleteBenchTopics(brokers, [topic]);
 }
 
 /**
