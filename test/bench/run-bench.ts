@@ -362,6 +362,8 @@ const suites: Suite[] = [
       "raw pipelined SET",
       "raw pipelined HINCRBY",
       "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)",
+      "guard script alone, a call per slot (server ceiling of the upsert sink)",
+      "apply script alone, one slot (server ceiling of the write-ahead sink)",
       "redis-benchmark -P 100 SET, summed over the masters",
       "redis-benchmark -P 100 HINCRBY, summed over the masters",
     ],
@@ -373,6 +375,8 @@ const suites: Suite[] = [
       "raw pipelined HINCRBY": "redis-benchmark -P 100 HINCRBY, summed over the masters",
       "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)":
         "redis-benchmark -P 100 HINCRBY, summed over the masters",
+      "apply script alone, one slot (server ceiling of the write-ahead sink)":
+        "redis-benchmark -P 100 HINCRBY, summed over the masters",
       "redis-benchmark -P 100 HINCRBY, summed over the masters":
         "redis-benchmark -P 100 HINCRBY, summed over the masters",
     },
@@ -381,6 +385,8 @@ const suites: Suite[] = [
       "at-least-once sink (HINCRBY)": "raw pipelined HINCRBY",
       "raw pipelined HINCRBY": "raw pipelined HINCRBY",
       "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)":
+        "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)",
+      "apply script alone, one slot (server ceiling of the write-ahead sink)":
         "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)",
     },
     exactlyOnce: ["upsert sink (SET)", "write-ahead sink (HINCRBY)"],

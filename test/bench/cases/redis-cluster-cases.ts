@@ -9,13 +9,16 @@
  * operations and advances its marker in one script), so its keys all live in one slot, on one
  * master; the other cases' keys spread over every slot. Raw HINCRBY runs both ways.
  */
+import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
 import { Cluster } from "ioredis";
+import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
 import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
+import { resp, sendRaw } from "./redis-raw-calls.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
@@ -127,6 +130,91 @@ const rawHincrby = (prefix: string) =>
     },
   );
 
+/**
+ * A sink's script alone on the Cluster, its ceiling: the calls the sink sends (the same records,
+ * keys and calls), encoded before the clock starts and written as RESP, one socket per master,
+ * all masters at once; timed from the first send to the last reply.
+ */
+async function scriptCeiling(
+  lua: string,
+  calls: readonly ScriptCall[],
+  inFlight: (callsToMaster: number) => number,
+): Promise<void> {
+  const sha = createHash("sha1").update(lua).digest("hex");
+  const perMaster = await withCluster(async (cluster) => {
+    const byMaster = new Map<string, Buffer[]>();
+    for (const { keys, args } of calls) {
+      const master = cluster.slots[calculateSlot(keys[0] as string)]?.[0] ?? "";
+      let commands = byMaster.get(master);
+      if (!commands) {
+        commands = [];
+        byMaster.set(master, commands);
+      }
+      commands.push(resp(["EVALSHA", sha, keys.length, ...keys, ...args]));
+    }
+    return byMaster;
+  });
+  const spans = await Promise.all(
+    [...perMaster].map(([master, commands]) => {
+      const [host, port] = master.split(":") as [string, string];
+      const setup = [resp(["SCRIPT", "LOAD", lua])];
+      return sendRaw({ host, port: Number(port) }, setup, commands, inFlight(commands.length));
+    }),
+  );
+  const seconds = (Math.max(...spans.map((s) => s.ended)) - Math.min(...spans.map((s) => s.started))) / 1000;
+  report({ records, seconds, checkpointMs: [] });
+  await cleanUp();
+}
+
+interface ScriptCall {
+  readonly keys: readonly string[];
+  readonly args: readonly (string | number)[];
+}
+
+/**
+ * The upsert sink's guard script as the sink calls it on a Cluster: a flush's records (1,000)
+ * in one call per slot, 8 flushes out at once. The records' keys are consecutive, so a flush's
+ * keys fall in as many slots as there are keys: one write per call.
+ */
+function guardCeiling(): Promise<void> {
+  const calls: ScriptCall[] = [];
+  for (let start = 0; start < records; start += PIPELINE) {
+    const bySlot = new Map<number, { keys: string[]; args: (string | number)[] }>();
+    for (let id = start; id < Math.min(records, start + PIPELINE); id++) {
+      const r = benchRecord(id);
+      const key = spread + upsertKey(r);
+      const slot = calculateSlot(key);
+      let call = bySlot.get(slot);
+      if (!call) {
+        call = { keys: [], args: ["string", 0, 0, ""] };
+        bySlot.set(slot, call);
+      }
+      call.keys.push(key, `{${key}}:exactly-version`);
+      call.args.push(r.id, 1, r.payload);
+    }
+    calls.push(...bySlot.values());
+  }
+  const flushes = Math.ceil(records / PIPELINE);
+  return scriptCeiling(SCRIPTS.guardedUpsert, calls, (callsToMaster) => Math.ceil((8 * callsToMaster) / flushes));
+}
+
+/** The write-ahead sink's apply script: 1,000 increments a call, all on its prefix's slot, 16 calls out at once. */
+function applyCeiling(): Promise<void> {
+  const calls: ScriptCall[] = [];
+  for (let first = 0; first < records; first += 1000) {
+    const count = Math.min(1000, records - first);
+    const keys = [`${tagged}exactly-wal:ceiling:0`];
+    const args: (string | number)[] = [1, first, first + count >= records ? 1 : 0, count, 0, "HINCRBY", 2, count];
+    for (let id = first; id < first + count; id++) {
+      const { hash, field } = counter(benchRecord(id));
+      keys.push(tagged + hash);
+      args.push(field, 1);
+    }
+    calls.push({ keys, args });
+  }
+  return scriptCeiling(SCRIPTS.applyChunk, calls, () => 16);
+}
+
 const increment = (r: BenchRecord) => {
   const { hash, field } = counter(r);
   return { op: "hIncrBy" as const, key: hash, field, by: 1 };
@@ -169,6 +257,8 @@ const cases: Record<string, () => Promise<void>> = {
     ),
   "raw pipelined HINCRBY": () => rawHincrby(spread),
   "raw pipelined HINCRBY, one slot (the write-ahead sink's keys)": () => rawHincrby(tagged),
+  "guard script alone, a call per slot (server ceiling of the upsert sink)": guardCeiling,
+  "apply script alone, one slot (server ceiling of the write-ahead sink)": applyCeiling,
 };
 const run = cases[name];
 if (!run) throw new Error(`unknown case ${name}; cases: ${Object.keys(cases).join(", ")}`);
