@@ -392,6 +392,12 @@ const suites: Suite[] = [
     exactlyOnce: ["upsert sink (SET)", "write-ahead sink (HINCRBY)"],
     paced: true,
     sizes: [redisClusterRecords],
+    fewerRecords: {
+      "guard script alone, a call per slot (server ceiling of the upsert sink)": {
+        records: 1_000_000,
+        why: "its calls are encoded in memory before the clock starts (1.7 GB at a million, a call per write): its rate does not depend on the count",
+      },
+    },
     ...(process.env.EXACTLY_REDIS_CLUSTER_NODES
       ? {}
       : {
