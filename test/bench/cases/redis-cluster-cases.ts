@@ -7,7 +7,9 @@
  * writes under a fresh key prefix of its own and deletes it afterwards, on every master.
  * The write-ahead sink needs a hash tag in its prefix on a Cluster (a call applies its
  * operations and advances its marker in one script), so its keys all live in one slot, on one
- * master; the other cases' keys spread over every slot. Raw HINCRBY runs both ways.
+ * master; the other cases' keys spread over every slot. Raw HINCRBY runs both ways. Each
+ * exactly-once sink's script also runs alone, its calls as the sink sends them on a Cluster:
+ * the most the servers let that sink do there.
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
