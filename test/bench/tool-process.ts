@@ -34,7 +34,9 @@ export function runTool(
       stderr += c;
     });
     child.on("error", (error) => reject(new Error(`${command} (under /usr/bin/time) did not start: ${error.message}`)));
-    child.on("exit", (code) => {
+    // "close", not "exit": the process may exit before its output is read to the end, and GNU
+    // time's line comes last.
+    child.on("close", (code) => {
       const seconds = (performance.now() - started) / 1000;
       const timing = stderr.split("\n").find((l) => l.startsWith(TIME_PREFIX));
       if (code !== 0 || !timing) {

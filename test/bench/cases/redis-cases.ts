@@ -8,8 +8,6 @@
  * Upserts SET 100,000 keys, each many times; increments HINCRBY 100 fields of 1,000 hashes.
  */
 import { createHash } from "node:crypto";
-import { once } from "node:events";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
@@ -17,6 +15,7 @@ import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exa
 import { Redis } from "ioredis";
 import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
 import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
+import { type RawServer, resp, sendRaw } from "./redis-raw-calls.ts";
 
 type BenchRecord = ReturnType<typeof benchRecord>;
 
@@ -101,54 +100,22 @@ async function naive(): Promise<void> {
  */
 const CALLS_IN_FLIGHT = 16;
 
-function resp(args: readonly (string | number)[]): Buffer {
-  let text = `*${args.length}\r\n`;
-  for (const arg of args) {
-    const s = String(arg);
-    text += `$${Buffer.byteLength(s)}\r\n${s}\r\n`;
-  }
-  return Buffer.from(text);
+/** The server of EXACTLY_REDIS_URL, for the raw calls. */
+function rawServer(): RawServer {
+  const { hostname, port, password, username } = new URL(url);
+  return { host: hostname, port: Number(port || 6379), username, password };
 }
 
-/** Sends commands `inFlight` at a time and waits for all replies: integers, or errors, which fail the case. */
-async function sendRaw(commands: readonly Buffer[], inFlight: number): Promise<number> {
-  const { hostname, port, password, username } = new URL(url);
-  const socket = connect(Number(port || 6379), hostname);
-  await once(socket, "connect");
-  let replies = 0;
-  let wanted = 0;
-  let wake: (() => void) | undefined;
-  let failure: string | undefined;
-  let pending = "";
-  socket.on("data", (data: Buffer) => {
-    // Every reply is one line (an integer, OK or an error).
-    const text = pending + data.toString("latin1");
-    const lines = text.split("\r\n");
-    pending = lines.pop() ?? "";
-    for (const line of lines) {
-      if (line.startsWith("-")) failure ??= line;
-      replies++;
-    }
-    if (replies >= wanted) wake?.();
-  });
-  const send = async (batch: readonly Buffer[]) => {
-    wanted += batch.length;
-    socket.write(Buffer.concat(batch));
-    while (replies < wanted && failure === undefined) await new Promise<void>((resolve) => (wake = resolve));
-    if (failure) throw new Error(`redis: ${failure}`);
-  };
-  if (password) await send([resp(username ? ["AUTH", username, password] : ["AUTH", password])]);
-  const started = performance.now();
-  for (let i = 0; i < commands.length; i += inFlight) await send(commands.slice(i, i + inFlight));
-  const seconds = (performance.now() - started) / 1000;
-  socket.end();
-  return seconds;
+async function sendTimed(setup: readonly Buffer[], commands: readonly Buffer[]): Promise<number> {
+  const { started, ended } = await sendRaw(rawServer(), setup, commands, CALLS_IN_FLIGHT);
+  return (ended - started) / 1000;
 }
 
 /** The upsert sink's guard script, 500 writes a call, as the sink sends a flush's records. */
 async function guardCeiling(): Promise<void> {
   const sha = createHash("sha1").update(SCRIPTS.guardedUpsert).digest("hex");
-  const commands = [resp(["SCRIPT", "LOAD", SCRIPTS.guardedUpsert])];
+  const setup = [resp(["SCRIPT", "LOAD", SCRIPTS.guardedUpsert])];
+  const commands: Buffer[] = [];
   for (let start = 0; start < records; start += 500) {
     const keys: string[] = [];
     const args: (string | number)[] = ["string", 0, 0, ""];
@@ -160,7 +127,7 @@ async function guardCeiling(): Promise<void> {
     }
     commands.push(resp(["EVALSHA", sha, keys.length, ...keys, ...args]));
   }
-  const seconds = await sendRaw(commands, CALLS_IN_FLIGHT);
+  const seconds = await sendTimed(setup, commands);
   report({ records, seconds, checkpointMs: [] });
   await cleanUp();
 }
@@ -168,7 +135,8 @@ async function guardCeiling(): Promise<void> {
 /** The write-ahead sink's apply script, 1,000 increments a call, as the sink applies a checkpoint. */
 async function applyCeiling(): Promise<void> {
   const sha = createHash("sha1").update(SCRIPTS.applyChunk).digest("hex");
-  const commands = [resp(["SCRIPT", "LOAD", SCRIPTS.applyChunk])];
+  const setup = [resp(["SCRIPT", "LOAD", SCRIPTS.applyChunk])];
+  const commands: Buffer[] = [];
   for (let first = 0; first < records; first += 1000) {
     const count = Math.min(1000, records - first);
     const keys = [`${prefix}exactly-wal:ceiling:0`];
@@ -180,7 +148,7 @@ async function applyCeiling(): Promise<void> {
     }
     commands.push(resp(["EVALSHA", sha, keys.length, ...keys, ...args]));
   }
-  const seconds = await sendRaw(commands, CALLS_IN_FLIGHT);
+  const seconds = await sendTimed(setup, commands);
   report({ records, seconds, checkpointMs: [] });
   await cleanUp();
 }

@@ -8,6 +8,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { kafkaTools } from "@exactly/testkit/kafka/tools";
 import { Redis } from "ioredis";
 import kafkajs from "kafkajs";
@@ -59,6 +60,102 @@ async function redisBenchmark(keyspace: number, command: (prefix: string) => str
     let cursor = "0";
     do {
       const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 5000);
+      if (keys.length > 0) await client.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    client.disconnect();
+  }
+}
+
+/** A master of the Cluster, and a hash tag (`{…}`) of a slot it serves. */
+interface ClusterMaster {
+  readonly host: string;
+  readonly port: string;
+  readonly tag: string;
+}
+
+/**
+ * The masters of the Cluster of EXACTLY_REDIS_CLUSTER_NODES (CLUSTER SLOTS from its first node),
+ * each with a hash tag of one of its slots: the first of `{0}`, `{1}`, … that CLUSTER KEYSLOT
+ * puts in a slot the master serves.
+ */
+async function clusterMasters(): Promise<ClusterMaster[]> {
+  const [first] = (process.env.EXACTLY_REDIS_CLUSTER_NODES as string).split(",");
+  const client = new Redis(`redis://${first}`);
+  try {
+    const masters = new Map<string, { host: string; port: string; ranges: [number, number][] }>();
+    // Each range: its first and last slot, then its master (host, port, id), then its replicas.
+    for (const [from, to, served] of await client.cluster("SLOTS")) {
+      if (!served) continue;
+      const [host, port] = served;
+      const node = `${host}:${port}`;
+      const master = masters.get(node) ?? { host, port: String(port), ranges: [] };
+      master.ranges.push([from, to]);
+      masters.set(node, master);
+    }
+    const tagged: ClusterMaster[] = [];
+    for (const { host, port, ranges: served } of masters.values()) {
+      for (let i = 0; ; i++) {
+        const slot = Number(await client.cluster("KEYSLOT", `{${i}}`));
+        if (served.some(([from, to]) => slot >= from && slot <= to)) {
+          tagged.push({ host, port, tag: `{${i}}` });
+          break;
+        }
+      }
+    }
+    return tagged;
+  } finally {
+    client.disconnect();
+  }
+}
+
+/**
+ * The Cluster's own rate, summed over its masters: one `redis-benchmark -P 100` per master, all
+ * at once, each on a third of the records and of the key space, under a hash tag of that master
+ * (its keys all in one of its slots), then deleted; the rate is all the records over the time
+ * from the first one's start to the last one's end (not the sum of their own figures, which
+ * would count a moment one ran alone as if all had), CPU and peak RSS summed over them.
+ * Not `redis-benchmark --cluster`: it refuses a command of ours (the first MOVED reply ends it),
+ * so it could give SET but not HINCRBY, and it drives every master from one client thread (SET
+ * with it ran at about 0.75× of this sum here), which would measure the client, not the Cluster.
+ */
+async function redisBenchmarkCluster(keyspace: number, command: (prefix: string) => string[]): Promise<void> {
+  const masters = await clusterMasters();
+  const share = Math.ceil(records / masters.length);
+  const prefixOf = (master: ClusterMaster) => `bench:server-tool:${master.tag}:${id}:`;
+  try {
+    const started = performance.now();
+    const runs = await Promise.all(
+      masters.map(async (master) => {
+        const args = ["-h", master.host, "-p", master.port, "-P", "100", "-n", String(share), "--csv"];
+        const range = ["-r", String(Math.ceil(keyspace / masters.length))];
+        const run = await runTool("redis-benchmark", [...args, ...range, ...command(prefixOf(master))]);
+        if (!/^"[^"]+","[\d.]+"/m.test(run.output))
+          throw new Error(`redis-benchmark printed no result: ${run.output.slice(-300)}`);
+        return run;
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    reportResult({
+      records: share * masters.length,
+      seconds,
+      cpuSeconds: runs.reduce((sum, r) => sum + r.cpuSeconds, 0),
+      peakRssMb: runs.reduce((sum, r) => sum + r.peakRssMb, 0),
+      checkpointMs: [],
+    });
+  } finally {
+    await Promise.allSettled(masters.map((master) => unlinkMatching(master, `${prefixOf(master)}*`)));
+  }
+}
+
+/** Deletes a master's keys matching `pattern`, all in one slot (its hash tag). */
+async function unlinkMatching(master: ClusterMaster, pattern: string): Promise<void> {
+  const client = new Redis(`redis://${master.host}:${master.port}`);
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 5000);
       if (keys.length > 0) await client.unlink(...keys);
       cursor = next;
     } while (cursor !== "0");
@@ -157,6 +254,11 @@ const cases: Record<string, () => Promise<void>> = {
   "redis-benchmark -P 100 HINCRBY": () =>
     // Hashes of up to 100 fields each, like the increment cases' 1,000 hashes of 100 fields.
     redisBenchmark(100, (prefix) => ["HINCRBY", `${prefix}counts:__rand_int__`, "f__rand_int__", "1"]),
+  "redis-benchmark -P 100 SET, summed over the masters": () =>
+    redisBenchmarkCluster(100_000, (prefix) => ["SET", `${prefix}__rand_int__`, "value-123456"]),
+  "redis-benchmark -P 100 HINCRBY, summed over the masters": () =>
+    // Hashes of up to 100 fields each on every master, as on the single server.
+    redisBenchmarkCluster(300, (prefix) => ["HINCRBY", `${prefix}counts:__rand_int__`, "f__rand_int__", "1"]),
   "ProducerPerformance, transactional (1 s)": () => producerPerformance(true),
   "ProducerPerformance, idempotent": () => producerPerformance(false),
   "psql \\copy": psqlCopy,
