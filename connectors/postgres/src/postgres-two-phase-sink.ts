@@ -21,7 +21,13 @@ import { commitPrepared, gidOf, listPrepared, prepare, rollbackPrepared } from "
 import { RowBuffer } from "./row-buffer.ts";
 import { type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
-import { checkNameUnusedElsewhere, checkPreparedTransactions, checkTable, lockSinkName } from "./startup-checks.ts";
+import {
+  checkNameUnusedElsewhere,
+  checkPreparedTransactions,
+  checkTable,
+  lockSinkName,
+  sessionPurpose,
+} from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 import { WriteOuts } from "./write-outs.ts";
 
@@ -109,8 +115,7 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
 
   protected override async initialize(restored: LingeringContext<PostgresTransaction>): Promise<void> {
     this.sinkName = this.configuredName ?? validateSinkName("name (the sink's name in the job)", restored.sinkId);
-    const purpose = `${this.sinkName}:${restored.subtask}`;
-    this.session = await openSession(this.connect, purpose);
+    this.session = await openSession(this.connect, sessionPurpose(this.sinkName, restored.subtask));
     // A write that waits for a lock of a transaction this sink prepared (a declined
     // checkpoint's, holding the same upsert keys) waits for a checkpoint that cannot complete
     // while it waits. Past the checkpoint timeout it fails instead, as transient: the job

@@ -19,7 +19,7 @@ import { isTransientPostgresError, type PostgresConnect, type PostgresConnection
 import { RowBuffer } from "./row-buffer.ts";
 import { isRejection, rejectedCopy, type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
-import { checkTable, lockSinkName } from "./startup-checks.ts";
+import { checkTable, lockSinkName, sessionPurpose } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 import { decodePositions, logDeadLetter, logRows, positionOfRow, readLogEntries, rowLines } from "./write-ahead-log.ts";
 import { WriteOuts } from "./write-outs.ts";
@@ -155,7 +155,7 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     if (!this.session || this.session.broken) {
       await this.session?.close();
       this.session = undefined;
-      const session = await this.connect(`${this.sinkName}:${this.subtask}`);
+      const session = await this.connect(sessionPurpose(this.sinkName, this.subtask));
       await session.query("SET idle_in_transaction_session_timeout = 0");
       const fences = this.fences;
       const context = this.opening;

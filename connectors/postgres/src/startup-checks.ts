@@ -3,6 +3,7 @@
  * or cannot work refuses to start, naming it (I7, docs/design.md §3), instead of failing at the
  * first checkpoint or, worse, silently.
  */
+import { createHash } from "node:crypto";
 import { ConfigurationError } from "@exactly/core";
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { otherDatabasesUsing } from "./prepared-transactions.ts";
@@ -137,7 +138,7 @@ export async function lockSinkName(
   );
 }
 
-/** Ends the sessions named as this sink's session for `subtask` (other than this one); a name cut at 63 bytes is never taken for it. */
+/** Ends the sessions named as this sink's session for `subtask` (other than this one). */
 export async function endEarlierOwners(
   connection: PostgresConnection,
   sink: string,
@@ -145,7 +146,6 @@ export async function endEarlierOwners(
   ended: (pid: number) => void,
 ): Promise<void> {
   const name = sessionApplicationName(sink, subtask);
-  if (Buffer.byteLength(name) >= 63) return;
   const { rows } = await connection.query(
     "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid() AND datname = current_database()",
     [name],
@@ -162,5 +162,22 @@ export async function endEarlierOwners(
 
 /** The `application_name` of the session that holds a sink's name lock for `subtask` (see pg/pg-connection.ts). */
 export function sessionApplicationName(sink: string, subtask: number): string {
-  return `exactly:${sink}:${subtask}`;
+  return `exactly:${sessionPurpose(sink, subtask)}`;
+}
+
+/** Postgres keeps the first 63 bytes of an `application_name`. */
+const APPLICATION_NAME_BYTES = 63;
+
+/**
+ * The purpose the session holding a sink's name lock for `subtask` connects with. Its
+ * `application_name` is how a successor finds an earlier owner's session to end, so it must
+ * arrive whole: a sink name (ASCII, up to 120 characters: validateSinkName) too long for 63
+ * bytes goes in cut, with a hash of the whole name keeping it distinct.
+ */
+export function sessionPurpose(sink: string, subtask: number): string {
+  const whole = `${sink}:${subtask}`;
+  if (`exactly:${whole}`.length <= APPLICATION_NAME_BYTES) return whole;
+  const hash = createHash("sha256").update(sink).digest("hex").slice(0, 12);
+  const room = APPLICATION_NAME_BYTES - `exactly:~${hash}:${subtask}`.length;
+  return `${sink.slice(0, room)}~${hash}:${subtask}`;
 }

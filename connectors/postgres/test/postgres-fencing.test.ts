@@ -139,37 +139,56 @@ async function checkpoint(sink: Sink<Row>, id: number): Promise<unknown> {
   return state;
 }
 
+/**
+ * An owner at epoch 1 with records in flight, its successor at epoch 2 opening beside it (the
+ * old one paused, its session alive): the successor ends that session, the old owner's next
+ * commit fails, nothing of it shows, and the successor goes on.
+ */
+async function supersededOwner(kind: Kind, table: string, name: string): Promise<void> {
+  const shared = await storage();
+  const old = sinkOf(kind, table, name);
+  await old.open(owned(1, shared));
+  await old.writeBatch(rows([1, 2]));
+  const state = await checkpoint(old, 1);
+  await old.writeBatch(rows([3, 4]));
+
+  const successor = sinkOf(kind, table, name);
+  await successor.open(
+    owned(2, shared, { restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
+  );
+  try {
+    // The two-phase sink's rows 3, 4 were in the old session's open transaction; the
+    // write-ahead sink's are in its log, sent only at completion.
+    const failure = await rejection(checkpoint(old, 2));
+    if (kind === "write-ahead") expect(causeOf(failure, ShardFencedError)?.epoch).toBe(1);
+    await old.close().catch(() => {});
+    expect(await sorted(table)).toEqual([1, 2]);
+    expect(await preparedUnder(pgUrl(), name)).toEqual([]);
+
+    await successor.writeBatch(rows([3, 4, 5]));
+    await checkpoint(successor, 2);
+    expect(await sorted(table)).toEqual([1, 2, 3, 4, 5]);
+  } finally {
+    await successor.close();
+  }
+}
+
 describe("I9: an owner superseded by a newer epoch", () => {
   it.each(KINDS)(
     "%s: the successor at epoch 2 ends the old owner's session; the old owner's next commit fails and nothing of it shows or stays prepared",
     async (kind) => {
       const { table, name } = await fresh(`same-${kind}`);
-      const shared = await storage();
-      const old = sinkOf(kind, table, name);
-      await old.open(owned(1, shared));
-      await old.writeBatch(rows([1, 2]));
-      const state = await checkpoint(old, 1);
-      await old.writeBatch(rows([3, 4]));
+      await supersededOwner(kind, table, name);
+    },
+  );
 
-      const successor = sinkOf(kind, table, name);
-      await successor.open(
-        owned(2, shared, { restoredCheckpointId: 1, restoredStates: [state], allRestoredStates: [state] }),
-      );
-      try {
-        // The two-phase sink's rows 3, 4 were in the old session's open transaction; the
-        // write-ahead sink's are in its log, sent only at completion.
-        const failure = await rejection(checkpoint(old, 2));
-        if (kind === "write-ahead") expect(causeOf(failure, ShardFencedError)?.epoch).toBe(1);
-        await old.close().catch(() => {});
-        expect(await sorted(table)).toEqual([1, 2]);
-        expect(await preparedUnder(pgUrl(), name)).toEqual([]);
-
-        await successor.writeBatch(rows([3, 4, 5]));
-        await checkpoint(successor, 2);
-        expect(await sorted(table)).toEqual([1, 2, 3, 4, 5]);
-      } finally {
-        await successor.close();
-      }
+  it.each(KINDS)(
+    "%s: the same under a sink name too long for the session's application_name (63 bytes), which goes in cut with a hash",
+    async (kind) => {
+      const fixture = await fresh(`same-long-${kind}`);
+      const name = `${fixture.name}-${"n".repeat(110 - fixture.name.length)}`;
+      names.push(name);
+      await supersededOwner(kind, fixture.table, name);
     },
   );
 
