@@ -15,9 +15,8 @@ import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exa
 import { Redis } from "ioredis";
 import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
 import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
+import { type BenchRecord, counter, unlinkMatching, upsertKey } from "./redis-bench-keys.ts";
 import { type RawServer, resp, sendRaw } from "./redis-raw-calls.ts";
-
-type BenchRecord = ReturnType<typeof benchRecord>;
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -25,9 +24,6 @@ const url = process.env.EXACTLY_REDIS_URL as string;
 const prefix = `bench:${name.replace(/[^a-z0-9]+/g, "-")}:${runId(dir)}:`;
 /** Commands per raw pipeline, as the sinks send per flush. */
 const PIPELINE = 1000;
-
-const upsertKey = (r: BenchRecord) => String(r.id % 100_000);
-const counter = (r: BenchRecord) => ({ hash: `counts:${r.id % 1000}`, field: `f${Math.floor(r.id / 1000) % 100}` });
 
 async function withClient<T>(use: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis(url, { lazyConnect: true });
@@ -42,14 +38,7 @@ async function withClient<T>(use: (client: Redis) => Promise<T>): Promise<T> {
 /** Deletes what the case wrote: its prefix, and the version keys (`{<key>}:exactly-version`). */
 async function cleanUp(): Promise<void> {
   await withClient(async (client) => {
-    for (const pattern of [`${prefix}*`, `{${prefix}*`]) {
-      let cursor = "0";
-      do {
-        const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 5000);
-        if (keys.length > 0) await client.unlink(...keys);
-        cursor = next;
-      } while (cursor !== "0");
-    }
+    for (const pattern of [`${prefix}*`, `{${prefix}*`]) await unlinkMatching(client, pattern);
   });
 }
 

@@ -20,9 +20,8 @@ import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exa
 import { Cluster } from "ioredis";
 import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
 import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
+import { type BenchRecord, counter, unlinkMatching, upsertKey } from "./redis-bench-keys.ts";
 import { resp, sendRaw } from "./redis-raw-calls.ts";
-
-type BenchRecord = ReturnType<typeof benchRecord>;
 
 /**
  * The slot function ioredis routes by, from the connector's own dependency (the root does not
@@ -46,9 +45,6 @@ const tagged = `{${caseName}}:`;
 /** Records per raw batch, as the sinks send per flush. */
 const PIPELINE = 1000;
 
-const upsertKey = (r: BenchRecord) => String(r.id % 100_000);
-const counter = (r: BenchRecord) => ({ hash: `counts:${r.id % 1000}`, field: `f${Math.floor(r.id / 1000) % 100}` });
-
 async function withCluster<T>(use: (cluster: Cluster) => Promise<T>): Promise<T> {
   const cluster = new Cluster(clusterNodes, { lazyConnect: true });
   await cluster.connect();
@@ -63,17 +59,7 @@ async function withCluster<T>(use: (cluster: Cluster) => Promise<T>): Promise<T>
 async function cleanUp(): Promise<void> {
   await withCluster(async (cluster) => {
     for (const node of cluster.nodes("master")) {
-      for (const pattern of [`${spread}*`, `{${spread}*`, `${tagged}*`]) {
-        let cursor = "0";
-        do {
-          const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", 5000);
-          // One UNLINK per key: a UNLINK of keys in several slots is refused (CROSSSLOT).
-          const pipeline = node.pipeline();
-          for (const key of keys) pipeline.unlink(key);
-          if (keys.length > 0) await pipeline.exec();
-          cursor = next;
-        } while (cursor !== "0");
-      }
+      for (const pattern of [`${spread}*`, `{${spread}*`, `${tagged}*`]) await unlinkMatching(node, pattern);
     }
   });
 }

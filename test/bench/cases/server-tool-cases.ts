@@ -16,6 +16,7 @@ import pg from "pg";
 import { benchRecord, reportResult, runId } from "../bench-protocol.ts";
 import { deleteBenchTopics } from "../kafka-input.ts";
 import { runTool, type ToolRun } from "../tool-process.ts";
+import { unlinkMatching } from "./redis-bench-keys.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
@@ -57,12 +58,7 @@ async function redisBenchmark(keyspace: number, command: (prefix: string) => str
   reportTool(run, Number(line.split(",")[1]?.replaceAll('"', "")));
   const client = new Redis(process.env.EXACTLY_REDIS_URL as string);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 5000);
-      if (keys.length > 0) await client.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    await unlinkMatching(client, `${prefix}*`);
   } finally {
     client.disconnect();
   }
@@ -145,20 +141,15 @@ async function redisBenchmarkCluster(keyspace: number, command: (prefix: string)
       checkpointMs: [],
     });
   } finally {
-    await Promise.allSettled(masters.map((master) => unlinkMatching(master, `${prefixOf(master)}*`)));
+    await Promise.allSettled(masters.map((master) => unlinkOnMaster(master, `${prefixOf(master)}*`)));
   }
 }
 
-/** Deletes a master's keys matching `pattern`, all in one slot (its hash tag). */
-async function unlinkMatching(master: ClusterMaster, pattern: string): Promise<void> {
+/** Deletes a master's keys matching `pattern`. */
+async function unlinkOnMaster(master: ClusterMaster, pattern: string): Promise<void> {
   const client = new Redis(`redis://${master.host}:${master.port}`);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await client.scan(cursor, "MATCH", pattern, "COUNT", 5000);
-      if (keys.length > 0) await client.unlink(...keys);
-      cursor = next;
-    } while (cursor !== "0");
+    await unlinkMatching(client, pattern);
   } finally {
     client.disconnect();
   }
