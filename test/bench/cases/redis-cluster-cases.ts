@@ -13,14 +13,21 @@
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { GeneratorSource, type SinkFactory, StreamJob, silentLogger } from "@exactly/core";
+import type { SinkFactory } from "@exactly/core";
 import { RedisAtLeastOnceSink, RedisUpsertSink, RedisWriteAheadSink } from "@exactly/redis";
 import { Cluster } from "ioredis";
 import { SCRIPTS } from "../../../connectors/redis/src/lua/scripts.ts";
-import { benchRecord, executeAndReport, pace, report, runId } from "../bench-protocol.ts";
-import { type BenchRecord, counter, unlinkMatching, upsertKey } from "./redis-bench-keys.ts";
+import { benchRecord, report, runId } from "../bench-protocol.ts";
+import {
+  type BenchRecord,
+  counter,
+  increment,
+  runSinkJob,
+  unlinkMatching,
+  upsertKey,
+  upsertMapping,
+} from "./redis-bench-writes.ts";
 import { resp, sendRaw } from "./redis-raw-calls.ts";
 
 /**
@@ -65,15 +72,7 @@ async function cleanUp(): Promise<void> {
 }
 
 async function framework(sink: SinkFactory<BenchRecord>): Promise<void> {
-  const job = new StreamJob({
-    name: `bench-${name}`,
-    checkpoint: { storage: join(dir, "checkpoints"), intervalMs: 1000 },
-    logger: silentLogger,
-  });
-  job
-    .fromSource(new GeneratorSource({ count: records, ...pace, generate: benchRecord }))
-    .sinkTo(sink, { name: "redis-out" });
-  await executeAndReport(job, records);
+  await runSinkJob(name, dir, records, sink);
   await cleanUp();
 }
 
@@ -203,11 +202,6 @@ function applyCeiling(): Promise<void> {
   return scriptCeiling(SCRIPTS.applyChunk, calls, () => 16);
 }
 
-const increment = (r: BenchRecord) => {
-  const { hash, field } = counter(r);
-  return { op: "hIncrBy" as const, key: hash, field, by: 1 };
-};
-
 const cases: Record<string, () => Promise<void>> = {
   "upsert sink (SET)": () =>
     framework(
@@ -215,9 +209,7 @@ const cases: Record<string, () => Promise<void>> = {
         new RedisUpsertSink<BenchRecord>({
           connection: { clusterNodes },
           keyPrefix: spread,
-          key: upsertKey,
-          version: (r) => r.id,
-          value: { shape: "string", of: (r) => r.payload },
+          ...upsertMapping,
         }),
     ),
   "write-ahead sink (HINCRBY)": () =>

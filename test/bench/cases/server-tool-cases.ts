@@ -16,7 +16,7 @@ import pg from "pg";
 import { benchRecord, reportResult, runId } from "../bench-protocol.ts";
 import { deleteBenchTopics } from "../kafka-input.ts";
 import { runTool, type ToolRun } from "../tool-process.ts";
-import { unlinkMatching } from "./redis-bench-keys.ts";
+import { unlinkMatching } from "./redis-bench-writes.ts";
 
 const [name, recordsArg, dir] = process.argv.slice(2) as [string, string, string];
 const records = Number(recordsArg);
