@@ -54,10 +54,10 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
   constructor(options: PostgresWriteAheadSinkOptions<T>) {
     const resolved = resolvePostgresOptions(options);
     const committer: CheckpointCommitter = {
-      isCommitted: async (_sinkId, subtask, checkpointId) =>
-        (await (this as PostgresWriteAheadSink<T>).committed(subtask)) >= checkpointId,
-      commit: async (_sinkId, subtask, checkpointId) =>
-        (this as PostgresWriteAheadSink<T>).markCommitted(subtask, checkpointId),
+      isCommitted: async (sinkId, subtask, checkpointId) =>
+        (await (this as PostgresWriteAheadSink<T>).committed(subtask, sinkId)) >= checkpointId,
+      commit: async (sinkId, subtask, checkpointId) =>
+        (this as PostgresWriteAheadSink<T>).markCommitted(subtask, checkpointId, sinkId),
     };
     // The log is framed by batch (encodeBatch) and read back as bytes; its lines, when
     // iterated, are the log's own text.
@@ -193,12 +193,20 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     });
   }
 
-  private async committed(subtask: number): Promise<number> {
-    return this.bookkeeping.committedCheckpoint(await this.connection(), this.sinkName, subtask);
+  /**
+   * The name a log's progress is kept under: the configured name, or the job's name of the
+   * sink when the log was written (its former one for a log restored across a rename, I10).
+   */
+  private progressName(sinkId: string): string {
+    return this.configuredName ?? sinkId;
   }
 
-  private async markCommitted(subtask: number, checkpointId: number): Promise<void> {
-    await this.bookkeeping.advanceProgress(await this.connection(), this.sinkName, subtask, checkpointId);
+  private async committed(subtask: number, sinkId: string): Promise<number> {
+    return this.bookkeeping.committedCheckpoint(await this.connection(), this.progressName(sinkId), subtask);
+  }
+
+  private async markCommitted(subtask: number, checkpointId: number, sinkId: string): Promise<void> {
+    await this.bookkeeping.advanceProgress(await this.connection(), this.progressName(sinkId), subtask, checkpointId);
   }
 
   /**
@@ -271,19 +279,21 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
     records: LoggedRecords<string>,
     checkpointId: number,
     subtask: number,
+    sinkId: string,
   ): Promise<void> {
+    const name = this.progressName(sinkId);
     const session = await this.connection();
     await session.query("BEGIN");
     try {
       // Under the fence's share lock: a newer owner's raise waits until this commit ends.
       await this.fences?.check(session, this.subtask);
-      const committed = await this.bookkeeping.committedCheckpoint(session, this.sinkName, subtask, true);
+      const committed = await this.bookkeeping.committedCheckpoint(session, name, subtask, true);
       if (committed >= checkpointId) {
         await session.query("ROLLBACK");
         return;
       }
       await this.sendValues(records);
-      await this.bookkeeping.advanceProgress(session, this.sinkName, subtask, checkpointId);
+      await this.bookkeeping.advanceProgress(session, name, subtask, checkpointId);
       await session.query("COMMIT");
     } catch (error) {
       if (!session.broken) await session.query("ROLLBACK").catch(() => {});

@@ -86,8 +86,8 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     const encoder = new OperationEncoder(new ReservedNames(options.keyPrefix));
     const operationsOf = options.operations;
     const committer: CheckpointCommitter = {
-      isCommitted: async (_sinkId, subtask, checkpointId) =>
-        (this as RedisWriteAheadSink<T>).isApplied(subtask, checkpointId),
+      isCommitted: async (sinkId, subtask, checkpointId) =>
+        (this as RedisWriteAheadSink<T>).isApplied(subtask, checkpointId, sinkId),
       // The last chunk's call marks the checkpoint done, in the same script as its operations.
       commit: async () => {},
     };
@@ -112,8 +112,13 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     this.acceptLossy = options.acceptLossyDurability ?? false;
   }
 
-  private markerOf(subtask: number): string {
-    return `${this.keyPrefix}${MARKER_NAMESPACE}${this.sinkName}:${subtask}`;
+  /**
+   * A subtask's marker, under the sink's name (`sinkId`: the job's name of the sink when the
+   * log was written, its former one for a log restored across a rename, I10).
+   */
+  private markerOf(subtask: number, sinkId?: string): string {
+    const name = sinkId === undefined ? this.sinkName : (this.configuredName ?? sinkId);
+    return `${this.keyPrefix}${MARKER_NAMESPACE}${name}:${subtask}`;
   }
 
   private get open_(): RedisConnection {
@@ -199,8 +204,8 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     return owned.length;
   }
 
-  private async isApplied(subtask: number, checkpointId: number): Promise<boolean> {
-    const marker = this.markerOf(subtask);
+  private async isApplied(subtask: number, checkpointId: number, sinkId: string): Promise<boolean> {
+    const marker = this.markerOf(subtask, sinkId);
     const [checkpoint, done, fence] = await this.open_.hashFields(marker, ["checkpoint", "done", "fence"]);
     // Fenced already: refused before the log is read (a successor may have dropped it). The
     // script checks again, atomically with its writes.
@@ -218,10 +223,11 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
     logged: LoggedRecords<LoggedOperations>,
     checkpointId: number,
     subtask: number,
+    sinkId: string,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.apply(logged, checkpointId, subtask);
+        await this.apply(logged, checkpointId, this.markerOf(subtask, sinkId));
         return;
       } catch (error) {
         // A call that reached the server before the one ahead of it is refused for the gap: the
@@ -234,15 +240,9 @@ export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOpera
   }
 
   /** Sends the calls as the log is read, a few sends out at once, and waits for every answer. */
-  private async apply(logged: LoggedRecords<LoggedOperations>, checkpointId: number, subtask: number): Promise<void> {
+  private async apply(logged: LoggedRecords<LoggedOperations>, checkpointId: number, marker: string): Promise<void> {
     const connection = this.open_;
-    const calls = new ApplyCalls(
-      this.markerOf(subtask),
-      checkpointId,
-      this.epoch,
-      this.keyPrefix,
-      this.operationsPerCall,
-    );
+    const calls = new ApplyCalls(marker, checkpointId, this.epoch, this.keyPrefix, this.operationsPerCall);
     const inFlight = new InFlight(SENDS_IN_FLIGHT);
     const ready: ScriptCall[] = [];
     try {

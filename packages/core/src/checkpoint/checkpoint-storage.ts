@@ -10,6 +10,11 @@ export interface CheckpointMetadata {
   readonly timestamp: number;
   readonly jobName: string;
   /**
+   * Who wrote it: the job's name and id (docs/design.md I10). A job restores only checkpoints
+   * of its own id; absent in checkpoints taken before it was recorded, whose id is `jobName`.
+   */
+  readonly job?: { readonly name: string; readonly id: string };
+  /**
    * Per stage: the parallelism it ran with, so restore can redistribute state, and its kind
    * (for tools that read checkpoints; absent in checkpoints taken before it was recorded).
    */
@@ -48,6 +53,11 @@ export interface RestoredCheckpoint {
   readonly metadata: CheckpointMetadata;
   /** Task key → the state that task acknowledged. */
   readonly states: ReadonlyMap<string, unknown>;
+  /**
+   * Stages restored under a new uid (new uid → the uid in the checkpoint), as the job's
+   * `renamedFrom` declared them: the metadata and states above already use the new uids.
+   */
+  readonly renamed?: Readonly<Record<string, string>>;
 }
 
 /** An append-only log of one sink subtask's records for one checkpoint (write-ahead sinks). */

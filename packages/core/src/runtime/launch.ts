@@ -11,6 +11,7 @@ import type { JobGraph } from "./api/job-graph.ts";
 import type { JobOrigin } from "./api/job-origin.ts";
 import type { ExecutionOptions } from "./engine/execution.ts";
 import { LocalExecution } from "./engine/local-execution.ts";
+import { admitRestored, type JobIdentity } from "./engine/restore-identity.ts";
 import { jobShape, workerCount } from "./engine/threads/placement.ts";
 import { ThreadedExecution } from "./engine/threads/threaded-execution.ts";
 import { type ExecutionPlan, type JobClient, type JobEvents, startJob } from "./runner/job-runner.ts";
@@ -19,6 +20,9 @@ import type { RestartStrategy } from "./runner/restart-strategy.ts";
 /** What the launch decision reads from a job. */
 export interface LaunchRequest {
   readonly jobName: string;
+  readonly job: JobIdentity;
+  /** Uids whose checkpointed state the job may start without (StreamJobOptions.allowNonRestoredState). */
+  readonly allowNonRestoredState: readonly string[];
   readonly graph: JobGraph;
   /** The job's `workers` setting, if set. */
   readonly workers: number | undefined;
@@ -64,6 +68,7 @@ export function launch(
   const workers = workerThreads(request);
   const plan: ExecutionPlan = {
     maxParallelism: graph.maxParallelism,
+    admit: (restored) => admitRestored(restored, graph, request.job, request.allowNonRestoredState, setup.base.logger),
     create:
       workers > 1
         ? (options, restored) =>

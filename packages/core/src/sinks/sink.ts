@@ -9,6 +9,12 @@ import type { ShardOwnership } from "../shards/shard-owner.ts";
 export interface SinkContext {
   /** The sink's unique name in the job; the prefix of everything it creates outside. */
   readonly sinkId: string;
+  /**
+   * The name the sink had in the checkpoint restored, when it was renamed (`renamedFrom`,
+   * docs/design.md I10): its restored work was begun under that name, and so was any
+   * lingering work the old name left, which the bases clean up under it too.
+   */
+  readonly formerSinkId?: string;
   readonly subtask: number;
   readonly parallelism: number;
   /** Parallelism of the run whose state is restored; undefined on a fresh start. */

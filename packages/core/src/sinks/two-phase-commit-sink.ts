@@ -187,6 +187,8 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
     }
     reachFault("during-lingering-abort");
     await this.abortLingering(restored);
+    // A renamed sink's old name may have begun work after the checkpoint too (I10).
+    if (context.formerSinkId !== undefined) await this.abortLingering({ ...restored, sinkId: context.formerSinkId });
     this.current = await this.startTransaction();
   }
 

@@ -127,10 +127,19 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
   /** Writes one checkpoint's records to the external system. */
   protected abstract sendValues(records: LoggedRecords<LOGGED>, checkpointId: number): Promise<void>;
 
-  /** Sends and marks as committed. Override to do both in one transaction. */
-  protected async sendAndCommit(records: LoggedRecords<LOGGED>, checkpointId: number, subtask: number): Promise<void> {
+  /**
+   * Sends and marks as committed. Override to do both in one transaction. `sinkId` is the name
+   * the log was written under: the sink's own, or its former name for a log restored from
+   * before a rename (`SinkContext.formerSinkId`), whose mark is kept under that name.
+   */
+  protected async sendAndCommit(
+    records: LoggedRecords<LOGGED>,
+    checkpointId: number,
+    subtask: number,
+    sinkId: string = this.context.sinkId,
+  ): Promise<void> {
     await this.sendValues(records, checkpointId);
-    await this.committer.commit(this.context.sinkId, subtask, checkpointId);
+    await this.committer.commit(sinkId, subtask, checkpointId);
   }
 
   /**
@@ -171,10 +180,14 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     this.logs = context.storage.logStore(context.sinkId);
     this.backlog = new ReplayBacklog(context.checkpointTiming.intervalMs);
     await this.committer.open?.();
+    // What the checkpoint holds was logged under the sink's name then: its former one after a rename (I10).
+    const restoredLogs =
+      context.formerSinkId === undefined ? this.logs : context.storage.logStore(context.formerSinkId);
+    const restoredName = context.formerSinkId ?? context.sinkId;
     const states = context.restoredStates as WriteAheadState[];
     const pending = states.flatMap((s) => s.pending).sort((a, b) => a.checkpointId - b.checkpointId);
     for (const log of pending) {
-      await this.replay(log);
+      await this.replay(log, restoredName, restoredLogs);
       reachFault("during-recovery-commit");
     }
     reachFault("during-lingering-abort");
@@ -184,9 +197,12 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
       (context.allRestoredStates as WriteAheadState[]).flatMap((s) => s.pending.map((p) => p.log)),
     );
     const referenced = new Set(restored.referenced);
-    for (const name of await this.logs.list()) {
-      if (restored.ownsSubtaskIndex(Number(name.split("-")[0])) && !referenced.has(name)) await this.logs.delete(name);
+    for (const logs of restoredLogs === this.logs ? [this.logs] : [restoredLogs, this.logs]) {
+      for (const name of await logs.list()) {
+        if (restored.ownsSubtaskIndex(Number(name.split("-")[0])) && !referenced.has(name)) await logs.delete(name);
+      }
     }
+    if (restoredLogs !== this.logs) await restoredLogs.close?.();
     this.currentLog = this.logName(context.subtask, (context.restoredCheckpointId ?? 0) + 1);
     this.currentRecords = 0;
     this.currentChars = 0;
@@ -272,15 +288,17 @@ export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN>
     await this.committer.close?.();
   }
 
-  private async replay(log: PendingLog): Promise<void> {
-    const sinkId = this.context.sinkId;
-    const logs = this.logs as LogStore;
+  private async replay(
+    log: PendingLog,
+    sinkId = this.context.sinkId,
+    logs: LogStore = this.logs as LogStore,
+  ): Promise<void> {
     try {
       await withRetry(
         async () => {
           this.backlog?.replaying(log.checkpointId);
           if (await this.committer.isCommitted(sinkId, log.subtask, log.checkpointId)) return;
-          await this.sendAndCommit(this.loggedRecords(logs, log.log), log.checkpointId, log.subtask);
+          await this.sendAndCommit(this.loggedRecords(logs, log.log), log.checkpointId, log.subtask, sinkId);
         },
         (e) => this.isTransient(e),
         this.retry,

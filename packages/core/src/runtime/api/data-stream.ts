@@ -16,6 +16,12 @@ import type { ChainStep, Partitioning, StageNode } from "./job-graph.ts";
 export interface StageOptions {
   /** Stable id of the stage's state; defaults to one derived from its place in the job. */
   readonly uid?: string;
+  /**
+   * The uid (a sink's name) this stage had before a rename: it takes that uid's checkpointed
+   * state, and a renamed sink commits what the old name pre-committed (docs/design.md I10).
+   * Without it, a checkpoint holding state of a uid the job lacks is refused.
+   */
+  readonly renamedFrom?: string;
   readonly parallelism?: number;
   /**
    * How the records this stage takes in cross between worker threads (Flink's
@@ -136,7 +142,13 @@ export class DataStream<T> {
   sinkTo(factory: SinkFactory<T>, options: StageOptions & { name: string }): void {
     const parallelism = this.job.parallelismOf(options);
     this.job.addStage(
-      { id: options.name, kind: "sink", parallelism, sink: factory as SinkFactory<unknown> },
+      {
+        id: options.name,
+        kind: "sink",
+        parallelism,
+        sink: factory as SinkFactory<unknown>,
+        ...(options.renamedFrom === undefined ? {} : { renamedFrom: options.renamedFrom }),
+      },
       {
         from: this.stage,
         chain: this.chain,
@@ -169,6 +181,7 @@ export class KeyedStream<K extends Key, T> {
     const stage = this.job.addStage(
       {
         id: options.uid ?? this.job.nextId(kind),
+        ...(options.renamedFrom === undefined ? {} : { renamedFrom: options.renamedFrom }),
         kind: "operator",
         parallelism: this.job.parallelismOf(options),
         operator: operator as () => KeyedOperator<unknown, unknown>,

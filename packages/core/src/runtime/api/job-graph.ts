@@ -43,6 +43,8 @@ export interface Edge {
 export interface StageNode {
   /** Stable across runs: checkpointed state is stored under it. */
   readonly id: string;
+  /** The uid the stage had before, whose checkpointed state it takes (I10, runtime/engine/restore-identity.ts). */
+  readonly renamedFrom?: string;
   readonly kind: "source" | "operator" | "sink";
   readonly parallelism: number;
   // biome-ignore lint/suspicious/noExplicitAny: stages of any record type live in one graph

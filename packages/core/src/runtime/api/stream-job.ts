@@ -17,6 +17,7 @@ import { ShardOwner } from "../../shards/shard-owner.ts";
 import { globalParallelism, requireShard, type ShardSpec } from "../../shards/shard-spec.ts";
 import type { Source } from "../../sources/source.ts";
 import type { ExecutionOptions } from "../engine/execution.ts";
+import type { JobIdentity } from "../engine/restore-identity.ts";
 import { type LaunchRequest, launch, workerThreads } from "../launch.ts";
 import type { JobClient, JobEvents, JobResult } from "../runner/job-runner.ts";
 import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "../runner/restart-strategy.ts";
@@ -37,6 +38,19 @@ export interface CheckpointOptions {
 
 export interface StreamJobOptions {
   readonly name: string;
+  /**
+   * The job's identity, stable across restarts, rescales and renames of the job: a checkpoint
+   * location holds one job's checkpoints, and a job restores only checkpoints written under
+   * its own id (docs/design.md I10). Default: `name`.
+   */
+  readonly id?: string;
+  /**
+   * Uids of sources and operators whose checkpointed state this job may start without
+   * (Flink's `--allowNonRestoredState`, but naming each one): a checkpoint holding state of a
+   * uid the job lacks is otherwise refused. Each one dropped is logged. A sink's state is
+   * never dropped: a renamed sink declares `renamedFrom` instead.
+   */
+  readonly allowNonRestoredState?: readonly string[];
   /** Default parallelism of every stage. Default 1. */
   readonly parallelism?: number;
   /** Number of key groups; fixed for the life of the job's state. Default 128, at most 32,768 (as Flink). */
@@ -118,6 +132,13 @@ export class StreamJob {
     if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 0))
       throw new ConfigurationError("workers", `must be a whole number of threads, got ${options.workers}`);
     if (options.shard) requireShard(options.shard, "shard");
+    if (options.id !== undefined && options.id.trim() === "")
+      throw new ConfigurationError("id", "must not be empty: it names the job whose checkpoints a location holds");
+  }
+
+  /** The job's identity: its name, and the id its checkpoints carry (I10). */
+  get identity(): JobIdentity {
+    return { name: this.options.name, id: this.options.id ?? this.options.name };
   }
 
   /** The shard this process runs, from the options or from {@link loadJob}; undefined: the whole job. */
@@ -197,6 +218,7 @@ export class StreamJob {
   fromSource<T>(source: Source<T>, options: StageOptions & { watermarks?: WatermarkStrategy<T> } = {}): DataStream<T> {
     const stage = this.addStage({
       id: options.uid ?? `source:${source.name}`,
+      ...(options.renamedFrom === undefined ? {} : { renamedFrom: options.renamedFrom }),
       kind: "source",
       parallelism: this.parallelismOf(options),
       source,
@@ -235,6 +257,7 @@ export class StreamJob {
     const storage = graph.shard ? new ShardCheckpointStorage(configured, graph.shard) : configured;
     const base: Omit<ExecutionOptions, "listener"> = {
       jobName: this.options.name,
+      job: this.identity,
       checkpoint: {
         intervalMs: cp.intervalMs ?? 1000,
         timeoutMs: cp.timeoutMs ?? 60_000,
@@ -256,6 +279,8 @@ export class StreamJob {
   private launchRequest(graph: JobGraph): LaunchRequest {
     return {
       jobName: this.options.name,
+      job: this.identity,
+      allowNonRestoredState: this.options.allowNonRestoredState ?? [],
       graph,
       workers: this.options.workers,
       origin: originOf(this),

@@ -13,6 +13,7 @@ import type { ShardOwnership } from "../../shards/shard-owner.ts";
 import { globalParallelism } from "../../shards/shard-spec.ts";
 import type { JobGraph } from "../api/job-graph.ts";
 import { allTaskKeys } from "./restore-assignment.ts";
+import type { JobIdentity } from "./restore-identity.ts";
 
 export interface ExecutionListener extends CheckpointListener {
   /** Every sink has recovered (restored work committed, lingering work aborted); records flow. */
@@ -22,6 +23,8 @@ export interface ExecutionListener extends CheckpointListener {
 /** What one attempt of a job runs with, from the job's options. */
 export interface ExecutionOptions {
   readonly jobName: string;
+  /** Who the job is (I10): every checkpoint records it. */
+  readonly job: JobIdentity;
   readonly checkpoint: CheckpointConfig;
   readonly checkpointing: CheckpointingMode;
   readonly batchSize: number;
@@ -80,6 +83,7 @@ export async function createCoordinator(
     lastCheckpointId,
     metadata: {
       jobName: options.jobName,
+      job: options.job,
       maxParallelism: graph.maxParallelism,
       stages: Object.fromEntries(
         graph.stages.map((s) => [s.id, { parallelism: globalParallelism(graph.shard, s.parallelism), kind: s.kind }]),

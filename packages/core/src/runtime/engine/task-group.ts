@@ -239,6 +239,7 @@ export class TaskGroup {
     const global = globalSubtaskOf(this.graph, stage, subtask);
     const context: SinkContext = {
       sinkId: stage.id,
+      ...(restored?.renamed?.[stage.id] === undefined ? {} : { formerSinkId: restored.renamed[stage.id] }),
       ...global,
       previousParallelism: restored?.metadata.stages[stage.id]?.parallelism,
       restoredCheckpointId: restored?.metadata.checkpointId,

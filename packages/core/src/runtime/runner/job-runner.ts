@@ -42,6 +42,8 @@ export interface JobClient {
 export interface ExecutionPlan {
   /** The job's key groups; a checkpoint taken with another count cannot be restored. */
   readonly maxParallelism: number;
+  /** What of a restored checkpoint this job takes; throws for a checkpoint it must not restore (I10). */
+  admit(restored: RestoredCheckpoint): RestoredCheckpoint;
   create(options: ExecutionOptions, restored: RestoredCheckpoint | undefined): Execution;
 }
 
@@ -74,7 +76,8 @@ export function startJob(
         if (owner) ownership = await owner.claim((lost) => current?.cancel(lost), abort.signal);
         // Inside the attempt: checkpoint storage that is unreachable for a while (S3 restarting)
         // fails this attempt and is retried with the others, rather than ending the job.
-        const restored = await storage.loadLatest();
+        const latest = await storage.loadLatest();
+        const restored = latest && plan.admit(latest);
         if (restored && restored.metadata.maxParallelism !== plan.maxParallelism) {
           throw new ConfigurationError(
             "maxParallelism",
