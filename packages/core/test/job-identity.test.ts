@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
+  type CheckpointCommitter,
   ConfigurationError,
   FileSystemCheckpointStorage,
   GeneratorSource,
+  GenericWriteAheadSink,
   type KeyedProcessFunction,
+  type LoggedRecords,
   StreamJob,
   type StreamJobOptions,
   silentLogger,
@@ -16,6 +19,43 @@ const RECORDS = 2000;
 class UncommittingSink extends MemorySink<number> {
   protected override async commit(_txn: MemoryTxn): Promise<void> {
     throw new Error("commit refused by the test: the transaction stays prepared");
+  }
+}
+
+/** What a write-ahead sink applied: rows, and a mark per (sink name, subtask, checkpoint) applied with them. */
+class MarkedStore {
+  readonly rows: number[] = [];
+  readonly marks = new Set<string>();
+}
+
+/** Applies a checkpoint's rows and its mark at once; `failAfterApply` fails the commit once the rows are in. */
+class MarkedWriteAheadSink extends GenericWriteAheadSink<number> {
+  private readonly store: MarkedStore;
+  private readonly failAfterApply: boolean;
+
+  constructor(store: MarkedStore, failAfterApply = false) {
+    const committer: CheckpointCommitter = {
+      isCommitted: async (sinkId, subtask, checkpointId) => store.marks.has(`${sinkId}/${subtask}/${checkpointId}`),
+      commit: async () => {},
+    };
+    super({ committer });
+    this.store = store;
+    this.failAfterApply = failAfterApply;
+  }
+
+  protected async sendValues(): Promise<void> {
+    throw new Error("sendAndCommit does both");
+  }
+
+  protected override async sendAndCommit(
+    records: LoggedRecords<number>,
+    checkpointId: number,
+    subtask: number,
+    sinkId: string,
+  ): Promise<void> {
+    for await (const batch of records) this.store.rows.push(...batch);
+    this.store.marks.add(`${sinkId}/${subtask}/${checkpointId}`);
+    if (this.failAfterApply) throw new Error("commit failed by the test after its rows were applied");
   }
 }
 
@@ -189,5 +229,20 @@ describe("I10: a checkpoint is restored only into the job that wrote it", () => 
     const error = await y.execute().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as Error).message).toMatch(/"step" is an operator in checkpoint \d+ and a source in this job/);
+  });
+
+  it("a renamed write-ahead sink replays the old name's logged checkpoint under the old name's mark: applied once, never twice", async () => {
+    const location = await tempDir();
+    const store = new MarkedStore();
+    const x = new StreamJob(options(location));
+    x.fromSource(generator()).sinkTo(() => new MarkedWriteAheadSink(store, true), { name: "outx" });
+    await expect(x.execute()).rejects.toThrow(/after its rows were applied/);
+    expect(store.rows.length).toBeGreaterThan(0);
+    const renamed = new StreamJob(options(location));
+    renamed
+      .fromSource(generator())
+      .sinkTo(() => new MarkedWriteAheadSink(store), { name: "outy", renamedFrom: "outx" });
+    await renamed.execute();
+    expect(sorted(store.rows)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
   });
 });
