@@ -50,6 +50,13 @@ export function positiveSeconds(value: string): number {
   return n;
 }
 
+/** A comma-separated list of stage uids (`--allow-non-restored-state`), none empty. */
+export function uidList(value: string): string[] {
+  const uids = value.split(",").map((uid) => uid.trim());
+  if (uids.some((uid) => uid === "")) throw new InvalidArgumentError(`an empty uid in ${JSON.stringify(value)}`);
+  return uids;
+}
+
 export function port(value: string): number {
   const n = numberOf(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`not a port (0 to 65535): ${value}`);

@@ -12,6 +12,7 @@ import {
   port,
   positiveSeconds,
   seconds,
+  uidList,
 } from "./flag-parsers.ts";
 import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
@@ -120,6 +121,11 @@ export function buildProgram(): Command {
       "--lease-duration <seconds>",
       "a sharded job's lease: a successor takes the shard after this long unrenewed",
       positiveSeconds,
+    )
+    .option(
+      "--allow-non-restored-state <uids>",
+      "start without the checkpointed state of these sources or operators (comma-separated uids; a sink's state is never dropped)",
+      uidList,
     )
     .action(async (module: string, opts) => {
       process.exitCode = await runJobCommand(module, opts);

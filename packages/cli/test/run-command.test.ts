@@ -12,11 +12,18 @@ import { describe, expect, it } from "vitest";
 const cli = fileURLToPath(new URL("../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 // The job module the operating guide shows.
 const jobModule = fileURLToPath(new URL("../../../docs/operating/job-module.ts", import.meta.url));
+// A job module whose keyed stage "counter" is there with IDENTITY_JOB_COUNTER=1 only.
+const identityJob = fileURLToPath(new URL("./fixtures/identity-job.ts", import.meta.url));
 
 /** `exactly run` in `dir`: the module writes ./out and ./checkpoints there. */
 function startRun(dir: string, ...args: string[]) {
+  return startRunWith({}, dir, ...args);
+}
+
+function startRunWith(env: Record<string, string>, dir: string, ...args: string[]) {
   const child = spawn(process.execPath, ["--conditions=@exactly/source", cli, "run", ...args], {
     cwd: dir,
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
@@ -86,5 +93,20 @@ describe("exactly run", () => {
     const run = startRun(out, jobModule, "--export", "nothing");
     expect(await run.exited).toBe(2);
     expect(run.stderr()).toContain("no function export named nothing");
+  });
+
+  it("I10: refuses to start without a removed operator's checkpointed state, naming it, until --allow-non-restored-state names it", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "exactly-run-identity-"));
+    const first = startRunWith({ IDENTITY_JOB_COUNTER: "1" }, dir, identityJob);
+    expect(await first.exited, first.stderr().slice(-2000)).toBe(0);
+
+    const refused = startRun(dir, identityJob);
+    expect(await refused.exited, refused.stderr().slice(-2000)).toBe(2);
+    expect(refused.stderr()).toMatch(/allowNonRestoredState: checkpoint \d+ holds the state of operator "counter"/);
+    expect(refused.stderr()).toMatch(/--allow-non-restored-state counter/);
+
+    const allowed = startRun(dir, identityJob, "--allow-non-restored-state", "counter");
+    expect(await allowed.exited, allowed.stderr().slice(-2000)).toBe(0);
+    expect(allowed.stderr()).toMatch(/dropping the state of operator "counter"/);
   });
 });

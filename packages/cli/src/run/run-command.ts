@@ -24,6 +24,8 @@ export interface RunOptions {
   readonly shards?: number;
   /** Seconds a sharded job's lease lasts unrenewed. */
   readonly leaseDuration?: number;
+  /** Uids of sources and operators whose checkpointed state the job may start without. */
+  readonly allowNonRestoredState?: readonly string[];
 }
 
 /** Exit codes: 0 the job ended (or stopped) with its last checkpoint committed; 1 it failed; 2 bad usage or configuration. */
@@ -44,6 +46,7 @@ export async function runJobCommand(module: string, options: RunOptions): Promis
     runtime: { logger, metrics: prometheus ?? noMetrics },
     ...(shard ? { shard } : {}),
     ...(options.leaseDuration !== undefined ? { lease: { durationMs: Math.round(options.leaseDuration * 1000) } } : {}),
+    ...(options.allowNonRestoredState ? { allowNonRestoredState: options.allowNonRestoredState } : {}),
   }).catch((error: unknown) => {
     // The command's flag is the setting the user knows.
     throw error instanceof ConfigurationError && error.setting === "export"

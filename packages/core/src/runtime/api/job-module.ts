@@ -52,6 +52,11 @@ export interface LoadJobOptions {
   readonly shard?: ShardSpec;
   /** The shard's lease timing, over what the module set (`exactly run --lease-duration`). */
   readonly lease?: ShardLeaseOptions;
+  /**
+   * Uids whose checkpointed state the job may start without, beside those the module allows
+   * (`exactly run --allow-non-restored-state`; StreamJobOptions.allowNonRestoredState).
+   */
+  readonly allowNonRestoredState?: readonly string[];
 }
 
 /**
@@ -78,6 +83,7 @@ export async function loadJob(module: string | URL, options: LoadJobOptions = {}
     throw new ConfigurationError("export", `${module}'s ${exportName} must return a StreamJob`);
   }
   if (options.shard) job.assignShard(options.shard, options.lease);
+  if (options.allowNonRestoredState) job.allowNonRestoredState(options.allowNonRestoredState);
   rememberOrigin(job, {
     url,
     export: exportName,

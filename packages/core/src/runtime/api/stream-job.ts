@@ -112,6 +112,7 @@ export class StreamJob {
   private readonly stages: StageNode[] = [];
   private assignedShard: ShardSpec | undefined;
   private assignedLease: ShardLeaseOptions | undefined;
+  private readonly allowedNonRestored: string[] = [];
   private readonly ids = new Set<string>();
   private counter = 0;
 
@@ -156,6 +157,11 @@ export class StreamJob {
       );
     this.assignedShard = requireShard(shard, "shard");
     this.assignedLease = lease;
+  }
+
+  /** @internal loadJob's `allowNonRestoredState`, beside the options' own. */
+  allowNonRestoredState(uids: readonly string[]): void {
+    this.allowedNonRestored.push(...uids);
   }
 
   private get defaultParallelism(): number {
@@ -280,7 +286,7 @@ export class StreamJob {
     return {
       jobName: this.options.name,
       job: this.identity,
-      allowNonRestoredState: this.options.allowNonRestoredState ?? [],
+      allowNonRestoredState: [...(this.options.allowNonRestoredState ?? []), ...this.allowedNonRestored],
       graph,
       workers: this.options.workers,
       origin: originOf(this),
