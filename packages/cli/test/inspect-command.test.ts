@@ -56,6 +56,12 @@ describe("exactly inspect", () => {
     expect(final.complete).toBe(true);
     expect(final.final).toBe(true);
     expect(final.sizeBytes).toBeGreaterThan(0);
+    // Whose it is (I10): the job's identity, and every stage's uid and kind.
+    expect(final.job).toEqual({ name: "inspect-test", id: "inspect-test" });
+    expect(final.stages).toEqual([
+      { uid: "source:ids", kind: "source", parallelism: 2 },
+      { uid: "files", kind: "sink", parallelism: 2 },
+    ]);
     expect(Date.parse(final.completedAt as string)).toBeGreaterThan(Date.now() - 60_000);
     // The sources read everything: each split's next index is past the end.
     expect(final.sources.map((s) => `${s.stage}/${s.subtask}`).sort()).toEqual(["source:ids/0", "source:ids/1"]);
@@ -80,6 +86,8 @@ describe("exactly inspect", () => {
     expect(pendingRecords).toBe(RECORDS);
     const text = (await runExactly("inspect", location)).join("\n");
     expect(text).toContain(`latest complete: ${final.checkpointId}`);
+    expect(text).toContain("job inspect-test (id inspect-test): only a job of this id restores it");
+    expect(text).toContain("stages: source:ids (source, parallelism 2), files (sink, parallelism 2)");
     expect(text).toMatch(/1000\s+-\s+-\s+incomplete/);
     // The job ended cleanly: its final checkpoint's transactions were committed before it did,
     // and the storage recorded that; the checkpoints before it say nothing of the kind.

@@ -45,6 +45,10 @@ export interface CheckpointReport {
   readonly completedAt: string | null;
   /** Bytes of the task states; null while incomplete. */
   readonly sizeBytes: number | null;
+  /** The job that wrote it (docs/design.md I10): a checkpoint is restored only into a job of this id; null while incomplete. */
+  readonly job: { readonly name: string; readonly id: string } | null;
+  /** Every stage it holds state of: its uid (a sink's name), kind and parallelism; empty while incomplete. */
+  readonly stages: ReadonlyArray<{ uid: string; kind: string | null; parallelism: number }>;
   readonly sources: ReadonlyArray<{ stage: string; subtask: number; positions: unknown }>;
   readonly sinks: ReadonlyArray<{ stage: string; subtask: number; pending: readonly PendingReport[] }>;
 }
@@ -199,6 +203,12 @@ function report(checkpoint: InspectedCheckpoint, now: number): CheckpointReport 
     committed: checkpoint.committed,
     completedAt: metadata ? new Date(metadata.timestamp).toISOString() : null,
     sizeBytes: metadata ? sizeBytes : null,
+    job: metadata ? (metadata.job ?? { name: metadata.jobName, id: metadata.jobName }) : null,
+    stages: Object.entries(metadata?.stages ?? {}).map(([uid, stage]) => ({
+      uid,
+      kind: stage.kind ?? null,
+      parallelism: stage.parallelism,
+    })),
     sources,
     sinks,
   };
@@ -250,6 +260,10 @@ export function formatInspection(location: string, reports: readonly CheckpointR
   }
   lines.push(
     `latest complete: ${latest.checkpointId} (a restart restores it${latest.committed ? "; every sink committed it" : ""})`,
+  );
+  if (latest.job) lines.push(`  job ${latest.job.name} (id ${latest.job.id}): only a job of this id restores it`);
+  lines.push(
+    `  stages: ${latest.stages.map((s) => `${s.uid} (${s.kind ?? "kind not recorded"}, parallelism ${s.parallelism})`).join(", ")}`,
   );
   for (const s of latest.sources) lines.push(`  source ${s.stage}/${s.subtask}: ${JSON.stringify(s.positions)}`);
   for (const s of latest.sinks) {
