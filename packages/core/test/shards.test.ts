@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   CheckpointHead,
-  type ConfigurationError,
+  ConfigurationError,
+  ExactlyError,
   FileConditionalRecord,
   GeneratorSource,
   type HeadState,
@@ -95,6 +96,52 @@ describe("a shard lease", () => {
     abort.abort();
     expect(leases.filter((lease) => lease.isHeld())).toEqual([won]);
     expect(won.epoch).toBe(1);
+  });
+
+  it("is refused, naming lease.owner, to a second process given the same owner name while the first renews it; a same-named successor of a stopped owner takes it after the lease", async () => {
+    const record = new FileConditionalRecord<LeaseState>(join(await tempDir(), "lease"));
+    const timing = { owner: "orders-0", durationMs: 600, renewEveryMs: 100, pollEveryMs: 50 };
+    const first = new ShardLease(record, timing);
+    expect(await first.acquire()).toBe(1);
+    first.keep(() => {});
+    const second = new ShardLease(record, timing);
+    const refused = await second.acquire().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ConfigurationError);
+    expect((refused as ConfigurationError).setting).toBe("lease.owner");
+    expect(first.isHeld()).toBe(true);
+    expect((await record.read())?.value.epoch).toBe(1);
+    // The owner's process is gone (its renewals stopped, the one under way landed): a new one
+    // under its name takes over.
+    first.stop();
+    for (let seen = (await record.read())?.version; ; ) {
+      await new Promise((resolve) => setTimeout(resolve, 2 * timing.renewEveryMs));
+      const now = (await record.read())?.version;
+      if (now === seen) break;
+      seen = now;
+    }
+    const restarted = new ShardLease(record, timing);
+    expect(await restarted.acquire()).toBe(2);
+    restarted.stop();
+  });
+
+  it("keeps epochs strictly increasing: the next owner of an epoch at 2^53 − 1 is refused, and so is a hand-edited epoch that is not a safe non-negative integer, naming the record", async () => {
+    const dir = await tempDir();
+    const record = new FileConditionalRecord<LeaseState>(join(dir, "lease"));
+    await record.replace(undefined, { epoch: Number.MAX_SAFE_INTEGER - 1, owner: "earlier", released: true });
+    const last = new ShardLease(record, { durationMs: 60_000 });
+    expect(await last.acquire()).toBe(Number.MAX_SAFE_INTEGER);
+    await last.release();
+    const refused = await new ShardLease(record, { durationMs: 60_000 }).acquire().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ExactlyError);
+    expect((refused as Error).message).toContain(join(dir, "lease"));
+    expect((await record.read())?.value.epoch).toBe(Number.MAX_SAFE_INTEGER);
+    for (const [i, epoch] of [1.5, -1, "7", 2 ** 53, null].entries()) {
+      const edited = new FileConditionalRecord<LeaseState>(join(dir, `edited-${i}`));
+      await edited.replace(undefined, { epoch: epoch as number, owner: "by hand", released: true });
+      const error = await new ShardLease(edited, { durationMs: 60_000 }).acquire().catch((e: unknown) => e);
+      expect(error, `epoch ${epoch}`).toBeInstanceOf(ExactlyError);
+      expect((error as Error).message).toContain(join(dir, `edited-${i}`));
+    }
   });
 });
 

@@ -195,7 +195,8 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
           await victim.exited;
           checkpointsBefore += victim.checkpoints;
           running = running.filter((p) => p !== victim);
-          // As a StatefulSet does: the same shard again, at once; it waits out the killed one's lease.
+          // As a StatefulSet does: the same shard again, at once. It takes the shard at once too:
+          // the killed process is gone, which a process of the same machine can tell.
           start(victim.shard);
         }
       }

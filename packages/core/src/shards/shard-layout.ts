@@ -11,7 +11,13 @@
 import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
 import { CheckpointHead, type HeadState } from "./checkpoint-head.ts";
-import type { ConditionalRecord } from "./conditional-record.ts";
+import {
+  type ConditionalRecord,
+  describeRecord,
+  InvalidRecordError,
+  type VersionedValue,
+} from "./conditional-record.ts";
+import { nextEpoch, requireEpoch } from "./shard-lease.ts";
 import { shardName } from "./shard-spec.ts";
 
 /** One checkpoint a new layout starts from: of shard `shard` (undefined: the job before it was sharded). */
@@ -31,6 +37,24 @@ export interface ShardLayout {
   readonly base: readonly BaseCheckpoint[];
   /** Set while a rescale to this layout is under way: the layout it replaces (see settleLayout). */
   readonly moving?: ShardLayout;
+}
+
+/** Reads the layout record, refusing, naming it, what exactly never writes (a fence must compare true numbers). */
+async function readLayout(record: ConditionalRecord<ShardLayout>): Promise<VersionedValue<ShardLayout> | undefined> {
+  const current = await record.read();
+  if (!current) return undefined;
+  const where = describeRecord(record, "the shard layout");
+  const check = (layout: ShardLayout) => {
+    for (const field of ["count", "generation"] as const) {
+      const n = layout[field];
+      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1)
+        throw new InvalidRecordError(where, `${field} ${JSON.stringify(n)} is not a positive whole number`);
+    }
+    requireEpoch(layout.minEpoch, where, "minEpoch");
+  };
+  check(current.value);
+  if (current.value.moving) check(current.value.moving);
+  return current;
 }
 
 type Storage = CheckpointStorage & Required<Pick<CheckpointStorage, "scoped" | "record" | "load">>;
@@ -74,7 +98,7 @@ export async function settleLayout(
 ): Promise<ShardLayout> {
   const record: ConditionalRecord<ShardLayout> = storage.record<ShardLayout>("layout");
   for (;;) {
-    const current = await record.read();
+    const current = await readLayout(record);
     const layout = current?.value;
     if (layout?.moving) {
       const settled = await settleMove(storage, layout, layout.moving);
@@ -145,6 +169,7 @@ async function latestOf(storage: Storage, shard: number, generation: number): Pr
 async function reserveMove(storage: Storage, current: ShardLayout, count: number): Promise<ShardLayout> {
   let epoch = current.minEpoch;
   const withoutCheckpoint: number[] = [];
+  const where = describeRecord(storage.record<ShardLayout>("layout"), "the shard layout");
   let started = current.base.length > 0;
   for (let shard = 0; shard < current.count; shard++) {
     epoch = Math.max(epoch, (await headState(storage, shard))?.epoch ?? 0);
@@ -158,7 +183,7 @@ async function reserveMove(storage: Storage, current: ShardLayout, count: number
         `run them as k/${current.count} until each has completed one, then rescale`,
     );
   const { moving: _moving, ...from } = current;
-  return { count, generation: current.generation + 1, minEpoch: epoch + 1, base: [], moving: from };
+  return { count, generation: current.generation + 1, minEpoch: nextEpoch(epoch, where), base: [], moving: from };
 }
 
 /**

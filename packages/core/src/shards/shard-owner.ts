@@ -8,7 +8,13 @@ import type { Logger } from "../logger.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
 import type { ShardCheckpointStorage } from "./shard-checkpoint-storage.ts";
 import type { ShardLayout } from "./shard-layout.ts";
-import { type LeaseState, type ShardLease, type ShardLeaseLostError, waitUntilUnowned } from "./shard-lease.ts";
+import {
+  describeHolder,
+  type LeaseState,
+  type ShardLease,
+  type ShardLeaseLostError,
+  waitUntilUnowned,
+} from "./shard-lease.ts";
 import type { ShardSpec } from "./shard-spec.ts";
 
 /** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
@@ -52,7 +58,7 @@ export class ShardOwner {
       this.lease.stop();
       const epoch = await this.lease.acquire(signal, (holder) =>
         this.logger.info(
-          `waiting for shard ${index} of ${count}: ${holder.owner} holds it at epoch ${holder.epoch}; taking it if it is not renewed for ${this.lease.durationMs} ms`,
+          `waiting for shard ${index} of ${count}: ${describeHolder(holder)} holds it at epoch ${holder.epoch}; taking it if it is not renewed for ${Math.max(this.lease.durationMs, holder.durationMs ?? 0)} ms`,
           { shard: index, holder: holder.owner, epoch: holder.epoch },
         ),
       );
@@ -78,7 +84,7 @@ export class ShardOwner {
       if (index === this.shard.index) continue;
       await waitUntilUnowned(this.leaseOf(index), old.count, this.lease, (holder) =>
         this.logger.info(
-          `rescaling from ${old.count} to ${this.shard.count} shards: waiting until shard ${index} of ${old.count} stops (${holder.owner} holds it)`,
+          `rescaling from ${old.count} to ${this.shard.count} shards: waiting until shard ${index} of ${old.count} stops (${describeHolder(holder)} holds it)`,
         ),
       );
     }
