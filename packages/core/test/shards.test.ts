@@ -7,8 +7,10 @@ import { describe, expect, it } from "vitest";
 import {
   CheckpointHead,
   ConfigurationError,
+  declareRescale,
   ExactlyError,
   FileConditionalRecord,
+  FileSystemCheckpointStorage,
   GeneratorSource,
   type HeadState,
   JobFailedError,
@@ -323,8 +325,11 @@ describe("a job run as shards", () => {
       }
     };
     // Two shards lost mid-run (their pending work left behind), three stopped with a final checkpoint, one to the end.
+    const storage = new FileSystemCheckpointStorage(dir);
     await runFor(2, 6_000, "cancel");
+    await declareRescale(storage, 3);
     await runFor(3, 15_000, "stop");
+    await declareRescale(storage, 1);
     const last = await job({ index: 0, count: 1 }).execute();
     expect(last.restoredCheckpointId).toBeGreaterThan(0);
 
@@ -338,5 +343,97 @@ describe("a job run as shards", () => {
       ).toEqual(ns.map((_, i) => i + 1));
     }
     expect(store.prepared.size).toBe(0);
+  });
+
+  it("refuses a process whose shard count is not the layout's unless a rescale to it was declared, a process of an older layout included; a declared rescale back to an earlier count restores every key exactly", async () => {
+    const dir = await tempDir();
+    const store = new MemoryStore();
+    const KEYS = 13;
+    const RECORDS = 6_000;
+    const job = (shard: ShardSpec) => {
+      const j = new StreamJob({
+        name: "declared",
+        parallelism: 1,
+        maxParallelism: MAX_PARALLELISM,
+        shard,
+        workers: 1,
+        logger: silentLogger,
+        checkpoint: { storage: dir, intervalMs: 20 },
+        restart: { initialDelayMs: 10, maxDelayMs: 50 },
+        lease: { durationMs: 1500 },
+      });
+      j.fromSource(
+        new GeneratorSource({
+          count: RECORDS,
+          splits: KEYS,
+          splitOwner: splitPerKey(MAX_PARALLELISM),
+          ratePerSecond: 10_000,
+          generate: (id) => ({ id, key: id % KEYS }),
+        }),
+      )
+        .keyBy((r) => r.key)
+        .process<{ id: number; key: number; n: number }, number>({
+          processElement(r, ctx) {
+            const n = (ctx.state.value() ?? 0) + 1;
+            ctx.state.update(n);
+            ctx.emit({ ...r, n });
+          },
+        })
+        .sinkTo(() => new MemorySink(store), { name: "out" });
+      return j;
+    };
+    const layout = async () =>
+      (await new FileConditionalRecord<{ count: number; generation: number }>(join(dir, "_layout")).read())?.value;
+    /** Runs `count` shards until each completed two checkpoints, then stops them with a final one. */
+    const runAndStop = async (count: number) => {
+      const completed = new Array<number>(count).fill(0);
+      const clients = Array.from({ length: count }, (_, index) =>
+        job({ index, count }).start({
+          onComplete: () => {
+            completed[index] = (completed[index] ?? 0) + 1;
+          },
+        }),
+      );
+      let failed: unknown;
+      for (const c of clients) c.result.catch((error: unknown) => (failed ??= error));
+      while (completed.some((n) => n < 2)) {
+        if (failed !== undefined) throw failed;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await Promise.all(clients.map((c) => c.stop()));
+    };
+    const refusal = async (shard: ShardSpec) => {
+      const error = await job(shard)
+        .execute()
+        .catch((e: unknown) => e);
+      expect(error, `shard ${shard.index}/${shard.count}`).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).setting).toBe("shard");
+      return (error as Error).message;
+    };
+
+    await runAndStop(2);
+    expect(await refusal({ index: 0, count: 3 })).toContain("exactly rescale");
+    expect(await layout()).toMatchObject({ count: 2, generation: 1 });
+
+    const storage = new FileSystemCheckpointStorage(dir);
+    await declareRescale(storage, 3);
+    await runAndStop(3);
+    expect(await layout()).toMatchObject({ count: 3, generation: 2 });
+    // A process of the layout before, started again: it never moves the layout back.
+    await refusal({ index: 1, count: 2 });
+    expect(await layout()).toMatchObject({ count: 3, generation: 2 });
+
+    await declareRescale(storage, 2);
+    await Promise.all([0, 1].map((index) => job({ index, count: 2 }).execute()));
+    expect(await layout()).toMatchObject({ count: 2, generation: 3 });
+    const rows = store.committed as Array<{ id: number; key: number; n: number }>;
+    expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
+    for (let key = 0; key < KEYS; key++) {
+      const ns = rows.filter((r) => r.key === key).map((r) => r.n);
+      expect(
+        ns.sort((a, b) => a - b),
+        `key ${key}`,
+      ).toEqual(ns.map((_, i) => i + 1));
+    }
   });
 });
