@@ -119,7 +119,7 @@ export function buildProgram(): Command {
     .option("--shards <N>", "run as one of N shards, k from a StatefulSet hostname name-k", integerAtLeast(1))
     .option(
       "--lease-duration <seconds>",
-      "a sharded job's lease: a successor takes the shard after this long unrenewed",
+      "the job's lease (its shard's, or its checkpoint location's): a successor takes over after this long unrenewed",
       positiveSeconds,
     )
     .action(async (module: string, opts) => {

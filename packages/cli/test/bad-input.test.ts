@@ -110,7 +110,6 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["run", "zero --shards", () => ["run", file, "--shards", "0"]],
   ["run", "--shard and --shards together", () => ["run", file, "--shard", "0/2", "--shards", "2"]],
   ["run", "zero --lease-duration", () => ["run", file, "--shard", "0/2", "--lease-duration", "0"]],
-  ["run", "--lease-duration without a shard", () => ["run", file, "--lease-duration", "5"]],
   ["inspect", "missing location", () => ["inspect"]],
   ["inspect", "location that does not exist", () => ["inspect", join(dir, "nope")]],
   ["inspect", "location at a file", () => ["inspect", file]],

@@ -79,6 +79,7 @@ export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/check
 export { type ConditionalRecord, InvalidRecordError, type VersionedValue } from "./shards/conditional-record.ts";
 export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
 export type { LeaseHolderProcess } from "./shards/lease-holder.ts";
+export { LocationHeldError } from "./shards/location-owner.ts";
 export { declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
 export {
   type LeaseState,

@@ -97,8 +97,11 @@ export async function settleLayout(
   count: number,
   knownGeneration: number | undefined,
   log: (message: string) => void,
-  /** Resolves once no process of `layout` owns any of its shards: a rescale starts only then. */
-  stopped: (layout: ShardLayout) => Promise<void>,
+  /**
+   * Resolves once no process of `layout` owns any of its shards (undefined: once the job run
+   * without shards no longer holds the location): a rescale, or the first layout, starts only then.
+   */
+  stopped: (layout: ShardLayout | undefined) => Promise<void>,
 ): Promise<ShardLayout> {
   const record: ConditionalRecord<ShardLayout> = storage.record<ShardLayout>("layout");
   for (;;) {
@@ -119,6 +122,7 @@ export async function settleLayout(
       );
     if (layout?.count === count) return layout;
     if (!layout) {
+      await stopped(undefined);
       const first = await firstLayout(storage, count);
       if (await record.replace(undefined, first))
         log(
