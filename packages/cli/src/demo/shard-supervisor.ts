@@ -13,14 +13,11 @@ import { join } from "node:path";
 import { declareRescale, FileSystemCheckpointStorage } from "@exactly/core";
 import { seededRandom, siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
-import { CHECKPOINT_DIR, type DemoJobConfig } from "./demo-job-config.ts";
+import { CHECKPOINT_DIR, DEMO_LEASE_MS, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
 import { DemoFailedError, type SupervisedRun } from "./supervisor.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
-
-/** A shard's lease in the demo: short, so that a killed shard's successor starts within seconds. */
-export const DEMO_LEASE_MS = 2_000;
 
 export interface ShardedRun extends SupervisedRun {
   readonly shards: number;

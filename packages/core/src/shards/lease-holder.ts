@@ -34,6 +34,11 @@ function thisMachine(): Promise<string | undefined> {
   return machine;
 }
 
+/** Whether a holder of this machine that is gone can be told (Linux); elsewhere every successor waits the lease out. */
+export async function canTellGoneHolders(): Promise<boolean> {
+  return (await thisMachine()) !== undefined;
+}
+
 /** This thread of this process, for the lease record; undefined where the machine cannot be told. */
 export async function thisHolderProcess(): Promise<LeaseHolderProcess | undefined> {
   const here = await thisMachine();
