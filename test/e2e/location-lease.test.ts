@@ -27,46 +27,47 @@ async function latestComplete(at: Location): Promise<number> {
 }
 
 describe("a job's checkpoint location", () => {
-  it.each([
-    ["a second copy of the job", "sharded-seq"],
-    ["another job", "another-job"],
-  ])(
-    "%s started on a running job's location is refused, naming the location and the holder; the running job goes on exact",
-    async (_, name) => {
-      const first = await mkdtemp(join(tmpdir(), "exactly-location-"));
-      const second = await mkdtemp(join(tmpdir(), "exactly-location-"));
-      const checkpoints = join(first, ".checkpoints");
-      const at = locationOf(checkpoints);
-      const all: Proc[] = [];
-      try {
-        const running = startShard(first, at, [], { SHARDED_JOB_RECORDS: "1000000", SHARDED_JOB_LEASE_MS: "1000" });
-        all.push(running);
-        await until("the running job completed a checkpoint", async () => (await latestComplete(at)) > 0, all);
-        // A short run: on a location nobody holds, it would end with its records written.
-        const refused = startShard(second, at, [], {
-          SHARDED_JOB_NAME: name,
-          SHARDED_JOB_RECORDS: "3000",
-          SHARDED_JOB_LEASE_MS: "1000",
-        });
-        all.push(refused);
-        expect(await refused.exited, refused.stderr).toEqual({ code: 2, signal: null });
-        expect(refused.stderr).toContain(checkpoints);
-        expect(refused.stderr).toContain(`:${running.child.pid}:`);
-        expect(await outputRows(second)).toEqual([]);
-
-        running.child.kill("SIGTERM");
-        expect(await running.exited, running.stderr).toEqual({ code: 0, signal: null });
-        expect(await expectExactPrefix(first)).toBeGreaterThan(0);
-      } finally {
-        for (const p of all) p.child.kill("SIGKILL");
+  it("a second copy of the job, and another job, started on a running job's location are refused, naming the location and the holder; the running job goes on exact", async () => {
+    const first = await mkdtemp(join(tmpdir(), "exactly-location-"));
+    const checkpoints = join(first, ".checkpoints");
+    const at = locationOf(checkpoints);
+    const all: Proc[] = [];
+    try {
+      const running = startShard(first, at, [], { SHARDED_JOB_RECORDS: "1000000", SHARDED_JOB_LEASE_MS: "1000" });
+      all.push(running);
+      await until("the running job completed a checkpoint", async () => (await latestComplete(at)) > 0, all);
+      // Short runs, each into an output of its own: on a location nobody holds, they would end with their records written.
+      const started = await Promise.all(
+        ["sharded-seq", "another-job"].map(async (name) => {
+          const out = await mkdtemp(join(tmpdir(), "exactly-location-"));
+          const p = startShard(out, at, [], {
+            SHARDED_JOB_NAME: name,
+            SHARDED_JOB_RECORDS: "3000",
+            SHARDED_JOB_LEASE_MS: "1000",
+          });
+          all.push(p);
+          return { out, p };
+        }),
+      );
+      for (const { out, p } of started) {
+        expect(await p.exited, p.stderr).toEqual({ code: 2, signal: null });
+        expect(p.stderr).toContain(checkpoints);
+        expect(p.stderr).toContain(`:${running.child.pid}:`);
+        expect(await outputRows(out)).toEqual([]);
       }
-    },
-  );
+
+      running.child.kill("SIGTERM");
+      expect(await running.exited, running.stderr).toEqual({ code: 0, signal: null });
+      expect(await expectExactPrefix(first)).toBeGreaterThan(0);
+    } finally {
+      for (const p of all) p.child.kill("SIGKILL");
+    }
+  });
 
   it("I9: a job paused past its lease loses the location to its next process: resumed, it completes nothing and is refused, and the output is exact", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-location-"));
     const at = locationOf(join(out, ".checkpoints"));
-    const env = { SHARDED_JOB_RECORDS: "12000", SHARDED_JOB_RATE: "2000", SHARDED_JOB_LEASE_MS: "1000" };
+    const env = { SHARDED_JOB_RECORDS: "8000", SHARDED_JOB_RATE: "2000", SHARDED_JOB_LEASE_MS: "1000" };
     const all: Proc[] = [];
     try {
       const paused = startShard(out, at, [], env);
@@ -81,7 +82,7 @@ describe("a job's checkpoint location", () => {
       expect(await paused.exited, paused.stderr).toEqual({ code: 2, signal: null });
       expect(paused.stderr).toContain("holds");
       expect(await successor.exited, successor.stderr).toEqual({ code: 0, signal: null });
-      await expectExactOutput(out, 12000);
+      await expectExactOutput(out, 8000);
     } finally {
       for (const p of all) p.child.kill("SIGKILL");
     }

@@ -15,7 +15,7 @@ describe("two shard processes with one lease owner name", () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-owner-name-"));
     const at: Location = { env: {}, storage: new FileSystemCheckpointStorage(checkpointsOf(out, undefined) as string) };
     const args = ["--shard", "0/1"];
-    const env = { SHARDED_JOB_RECORDS: "1000000", SHARDED_JOB_LEASE_OWNER: "orders-0", SHARDED_JOB_LEASE_MS: "3000" };
+    const env = { SHARDED_JOB_RECORDS: "1000000", SHARDED_JOB_LEASE_OWNER: "orders-0", SHARDED_JOB_LEASE_MS: "1500" };
     const all: Proc[] = [];
     try {
       const first = startShard(out, at, args, env);
