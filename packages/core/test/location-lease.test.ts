@@ -118,7 +118,7 @@ describe("a job's checkpoint location", () => {
       owner: "elsewhere:1",
       nonce: "0123",
       released: false,
-      process: { machine: "another machine", pid: 1, thread: 0 },
+      process: { machine: "another machine", pid: 1, thread: "0123" },
     };
     await record.replace(undefined, elsewhere);
     const store = new MemoryStore();

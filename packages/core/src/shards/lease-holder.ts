@@ -1,22 +1,22 @@
 /**
  * Where a lease's holder runs, and whether a process on the same machine can tell that it is
  * gone (docs/design.md §2, Recovery and Shards). A holder is only ever judged gone when that is
- * certain: the same kernel boot and PID namespace (so its process id means the same process
- * here) and no such process left, or a zombie; or this very thread, whose lease no job holds
- * any more. Anything else (another machine, a macOS host, a process that still exists) is
- * left to the lease's duration, judged by the watcher's clock.
+ * certain: this very thread, whose lease no job holds any more; or the same kernel boot and PID
+ * namespace (so its process id means the same process here, which only Linux says) and no
+ * such process left, or only its zombie. Anything else (another machine, another system, a
+ * process that still exists) is left to the lease's duration, judged by the watcher's clock.
  */
+import { randomBytes } from "node:crypto";
 import { readFile, readlink } from "node:fs/promises";
-import { threadId } from "node:worker_threads";
 import { isNotFound } from "../util/durable-fs.ts";
 
 /** What a lease record says of the process holding it. */
 export interface LeaseHolderProcess {
-  /** The kernel's boot id and the PID namespace: process ids compare only where both are equal. */
-  readonly machine: string;
+  /** The kernel's boot id and the PID namespace: process ids compare only where both are equal. Absent where the system does not say. */
+  readonly machine?: string;
   readonly pid: number;
-  /** The worker thread that holds it (0: the main thread). */
-  readonly thread: number;
+  /** New for every thread of every process: a lease of this very thread is known by it on any system. */
+  readonly thread: string;
 }
 
 let machine: Promise<string | undefined> | undefined;
@@ -39,14 +39,21 @@ export async function canTellGoneHolders(): Promise<boolean> {
   return (await thisMachine()) !== undefined;
 }
 
-/** This thread of this process, for the lease record; undefined where the machine cannot be told. */
-export async function thisHolderProcess(): Promise<LeaseHolderProcess | undefined> {
-  const here = await thisMachine();
-  return here === undefined ? undefined : { machine: here, pid: process.pid, thread: threadId };
-}
-
 // On globalThis, so two copies of this module in one thread (sources and build) share them.
 const HELD_KEY = Symbol.for("@exactly/core:heldLeases");
+const THREAD_KEY = Symbol.for("@exactly/core:leaseThread");
+
+function thisThread(): string {
+  const holder = globalThis as unknown as Record<symbol, string | undefined>;
+  holder[THREAD_KEY] ??= randomBytes(8).toString("hex");
+  return holder[THREAD_KEY];
+}
+
+/** This thread of this process, for the lease record. */
+export async function thisHolderProcess(): Promise<LeaseHolderProcess> {
+  const here = await thisMachine();
+  return { ...(here === undefined ? {} : { machine: here }), pid: process.pid, thread: thisThread() };
+}
 
 /**
  * The leases a job of this thread holds now (taken, not yet released or closed), by nonce,
@@ -72,20 +79,24 @@ export function letGoInThisThread(nonce: string): void {
 }
 
 /**
- * What this process can tell of the holder `at` (with the lease's `nonce`): `gone` for a process
- * of this machine that no longer runs, or a lease of this very thread that no job holds any more
- * (a job that failed or was cancelled, whose lease was never released); `alive` for a lease a
- * job of this thread holds and renews; `unknown` otherwise, left to the lease's duration.
+ * What this process can tell of the holder `at` (with the lease's `nonce`): `gone` for a lease
+ * of this very thread that no job holds any more (a job that failed or was cancelled, whose
+ * lease was never released), or a process of this machine that no longer runs; `alive` for a
+ * lease a job of this thread holds and renews; `unknown` otherwise, left to the lease's duration.
  */
 export async function holderState(
   at: LeaseHolderProcess | undefined,
   nonce: string | undefined,
 ): Promise<"gone" | "alive" | "unknown"> {
-  if (!at || at.machine !== (await thisMachine())) return "unknown";
-  if (at.pid !== process.pid) return (await processGone(at.pid)) ? "gone" : "unknown";
-  if (at.thread !== threadId || nonce === undefined) return "unknown";
-  const renewing = heldInThisThread().get(nonce);
-  return renewing === undefined ? "gone" : renewing ? "alive" : "unknown";
+  if (!at) return "unknown";
+  if (at.thread === thisThread()) {
+    const renewing = nonce === undefined ? undefined : heldInThisThread().get(nonce);
+    return renewing === undefined ? "gone" : renewing ? "alive" : "unknown";
+  }
+  const here = await thisMachine();
+  // Another thread of this process keeps its leases to itself: this one cannot tell.
+  if (here === undefined || at.machine !== here || at.pid === process.pid) return "unknown";
+  return (await processGone(at.pid)) ? "gone" : "unknown";
 }
 
 /** No process `pid` in this PID namespace, or only its zombie (it ended; its parent has not reaped it yet). */

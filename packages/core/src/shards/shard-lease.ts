@@ -280,7 +280,7 @@ export class ShardLease {
           durationMs: this.durationMs,
           ...(this.count === undefined ? {} : { count: this.count }),
           ...(this.job === undefined ? {} : { job: this.job }),
-          ...(at === undefined ? {} : { process: at }),
+          process: at,
         };
         const version = await this.record.replace(current?.version, next);
         if (version !== undefined) {
