@@ -52,6 +52,10 @@ export class PostgresConditionalRecord<T> implements ConditionalRecord<T> {
     this.connect = isPgClientSource(options.connection) ? pgBorrow(options.connection) : pgConnect(options.connection);
   }
 
+  describe(): string {
+    return `row ${JSON.stringify(this.name)} of ${this.table}`;
+  }
+
   async read(): Promise<VersionedValue<T> | undefined> {
     const { rows } = await (await this.connected()).query(
       `SELECT version::text AS version, value FROM ${this.table} WHERE name = $1`,

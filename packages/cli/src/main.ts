@@ -17,6 +17,7 @@ import {
 import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
 import { fileFinder, kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
+import { runRescaleCommand } from "./rescale/rescale-command.ts";
 import { runJobCommand } from "./run/run-command.ts";
 import { S3_ENDPOINT_HELP } from "./s3-connection.ts";
 
@@ -119,7 +120,7 @@ export function buildProgram(): Command {
     .option("--shards <N>", "run as one of N shards, k from a StatefulSet hostname name-k", integerAtLeast(1))
     .option(
       "--lease-duration <seconds>",
-      "a sharded job's lease: a successor takes the shard after this long unrenewed",
+      "the job's lease (its shard's, or its checkpoint location's): a successor takes over after this long unrenewed",
       positiveSeconds,
     )
     .option(
@@ -146,6 +147,17 @@ export function buildProgram(): Command {
       console.log(opts.json ? JSON.stringify(reports, null, 2) : formatInspection(location, reports));
       // 1: nothing to inspect there (formatInspection says where checkpoints usually are).
       if (reports.length === 0) process.exitCode = 1;
+    });
+  program
+    .command("rescale")
+    .description(
+      "declare that a job run as shards is to run as <count> shards: the first process started as one of them moves the layout once the current shards stopped (without it, such a process is refused)",
+    )
+    .argument("<location>", "the checkpoint location: a directory, or s3://bucket/prefix")
+    .argument("<count>", "the new number of shards (the current one withdraws a declaration)", integerAtLeast(1))
+    .option("--s3-endpoint <url>", `for s3:// locations: ${S3_ENDPOINT_HELP}`)
+    .action(async (location: string, count: number, opts) => {
+      console.log(await runRescaleCommand(location, count, opts));
     });
   const lingering = program
     .command("lingering")

@@ -26,6 +26,8 @@ export type ErrorCode =
   // core (shards/): this process no longer owns its shard; another took it at a later epoch
   | "SHARD_LEASE_LOST"
   | "SHARD_FENCED"
+  // core (shards/): a lease, head or layout record holds what exactly never writes
+  | "INVALID_RECORD"
   // @exactly/conformance: a sink definition that contradicts itself
   | "CONFORMANCE_DEFINITION"
   // @exactly/file

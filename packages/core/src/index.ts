@@ -76,8 +76,11 @@ export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
-export type { ConditionalRecord, VersionedValue } from "./shards/conditional-record.ts";
+export { type ConditionalRecord, InvalidRecordError, type VersionedValue } from "./shards/conditional-record.ts";
 export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
+export type { LeaseHolderProcess } from "./shards/lease-holder.ts";
+export { LocationHeldError } from "./shards/location-owner.ts";
+export { declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
 export {
   type LeaseState,
   ShardLease,

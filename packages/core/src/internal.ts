@@ -30,6 +30,8 @@ export {
   RestartBackoff,
   type RestartDecision,
 } from "./runtime/runner/restart-strategy.ts";
+// Whether a lease's successor on this machine can tell a killed holder is gone (the demo's lease).
+export { canTellGoneHolders } from "./shards/lease-holder.ts";
 // A sharded job's checkpoints (shards/), as the conformance suite reads them in its shard scenarios.
 export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export { transactionsInState } from "./sinks/lingering-work-finder.ts";

@@ -6,8 +6,11 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   CheckpointHead,
-  type ConfigurationError,
+  ConfigurationError,
+  declareRescale,
+  ExactlyError,
   FileConditionalRecord,
+  FileSystemCheckpointStorage,
   GeneratorSource,
   type HeadState,
   JobFailedError,
@@ -95,6 +98,52 @@ describe("a shard lease", () => {
     abort.abort();
     expect(leases.filter((lease) => lease.isHeld())).toEqual([won]);
     expect(won.epoch).toBe(1);
+  });
+
+  it("is refused, naming lease.owner, to a second process given the same owner name while the first renews it; a same-named successor of a stopped owner takes it after the lease", async () => {
+    const record = new FileConditionalRecord<LeaseState>(join(await tempDir(), "lease"));
+    const timing = { owner: "orders-0", durationMs: 600, renewEveryMs: 100, pollEveryMs: 50 };
+    const first = new ShardLease(record, timing);
+    expect(await first.acquire()).toBe(1);
+    first.keep(() => {});
+    const second = new ShardLease(record, timing);
+    const refused = await second.acquire().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ConfigurationError);
+    expect((refused as ConfigurationError).setting).toBe("lease.owner");
+    expect(first.isHeld()).toBe(true);
+    expect((await record.read())?.value.epoch).toBe(1);
+    // The owner's process is gone (its renewals stopped, the one under way landed): a new one
+    // under its name takes over.
+    first.stop();
+    for (let seen = (await record.read())?.version; ; ) {
+      await new Promise((resolve) => setTimeout(resolve, 2 * timing.renewEveryMs));
+      const now = (await record.read())?.version;
+      if (now === seen) break;
+      seen = now;
+    }
+    const restarted = new ShardLease(record, timing);
+    expect(await restarted.acquire()).toBe(2);
+    restarted.stop();
+  });
+
+  it("keeps epochs strictly increasing: the next owner of an epoch at 2^53 − 1 is refused, and so is a hand-edited epoch that is not a safe non-negative integer, naming the record", async () => {
+    const dir = await tempDir();
+    const record = new FileConditionalRecord<LeaseState>(join(dir, "lease"));
+    await record.replace(undefined, { epoch: Number.MAX_SAFE_INTEGER - 1, owner: "earlier", released: true });
+    const last = new ShardLease(record, { durationMs: 60_000 });
+    expect(await last.acquire()).toBe(Number.MAX_SAFE_INTEGER);
+    await last.release();
+    const refused = await new ShardLease(record, { durationMs: 60_000 }).acquire().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(ExactlyError);
+    expect((refused as Error).message).toContain(join(dir, "lease"));
+    expect((await record.read())?.value.epoch).toBe(Number.MAX_SAFE_INTEGER);
+    for (const [i, epoch] of [1.5, -1, "7", 2 ** 53, null].entries()) {
+      const edited = new FileConditionalRecord<LeaseState>(join(dir, `edited-${i}`));
+      await edited.replace(undefined, { epoch: epoch as number, owner: "by hand", released: true });
+      const error = await new ShardLease(edited, { durationMs: 60_000 }).acquire().catch((e: unknown) => e);
+      expect(error, `epoch ${epoch}`).toBeInstanceOf(ExactlyError);
+      expect((error as Error).message).toContain(join(dir, `edited-${i}`));
+    }
   });
 });
 
@@ -276,8 +325,11 @@ describe("a job run as shards", () => {
       }
     };
     // Two shards lost mid-run (their pending work left behind), three stopped with a final checkpoint, one to the end.
+    const storage = new FileSystemCheckpointStorage(dir);
     await runFor(2, 6_000, "cancel");
+    await declareRescale(storage, 3);
     await runFor(3, 15_000, "stop");
+    await declareRescale(storage, 1);
     const last = await job({ index: 0, count: 1 }).execute();
     expect(last.restoredCheckpointId).toBeGreaterThan(0);
 
@@ -291,5 +343,97 @@ describe("a job run as shards", () => {
       ).toEqual(ns.map((_, i) => i + 1));
     }
     expect(store.prepared.size).toBe(0);
+  });
+
+  it("refuses a process whose shard count is not the layout's unless a rescale to it was declared, a process of an older layout included; a declared rescale back to an earlier count restores every key exactly", async () => {
+    const dir = await tempDir();
+    const store = new MemoryStore();
+    const KEYS = 13;
+    const RECORDS = 6_000;
+    const job = (shard: ShardSpec) => {
+      const j = new StreamJob({
+        name: "declared",
+        parallelism: 1,
+        maxParallelism: MAX_PARALLELISM,
+        shard,
+        workers: 1,
+        logger: silentLogger,
+        checkpoint: { storage: dir, intervalMs: 20 },
+        restart: { initialDelayMs: 10, maxDelayMs: 50 },
+        lease: { durationMs: 1500 },
+      });
+      j.fromSource(
+        new GeneratorSource({
+          count: RECORDS,
+          splits: KEYS,
+          splitOwner: splitPerKey(MAX_PARALLELISM),
+          ratePerSecond: 10_000,
+          generate: (id) => ({ id, key: id % KEYS }),
+        }),
+      )
+        .keyBy((r) => r.key)
+        .process<{ id: number; key: number; n: number }, number>({
+          processElement(r, ctx) {
+            const n = (ctx.state.value() ?? 0) + 1;
+            ctx.state.update(n);
+            ctx.emit({ ...r, n });
+          },
+        })
+        .sinkTo(() => new MemorySink(store), { name: "out" });
+      return j;
+    };
+    const layout = async () =>
+      (await new FileConditionalRecord<{ count: number; generation: number }>(join(dir, "_layout")).read())?.value;
+    /** Runs `count` shards until each completed two checkpoints, then stops them with a final one. */
+    const runAndStop = async (count: number) => {
+      const completed = new Array<number>(count).fill(0);
+      const clients = Array.from({ length: count }, (_, index) =>
+        job({ index, count }).start({
+          onComplete: () => {
+            completed[index] = (completed[index] ?? 0) + 1;
+          },
+        }),
+      );
+      let failed: unknown;
+      for (const c of clients) c.result.catch((error: unknown) => (failed ??= error));
+      while (completed.some((n) => n < 2)) {
+        if (failed !== undefined) throw failed;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await Promise.all(clients.map((c) => c.stop()));
+    };
+    const refusal = async (shard: ShardSpec) => {
+      const error = await job(shard)
+        .execute()
+        .catch((e: unknown) => e);
+      expect(error, `shard ${shard.index}/${shard.count}`).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).setting).toBe("shard");
+      return (error as Error).message;
+    };
+
+    await runAndStop(2);
+    expect(await refusal({ index: 0, count: 3 })).toContain("exactly rescale");
+    expect(await layout()).toMatchObject({ count: 2, generation: 1 });
+
+    const storage = new FileSystemCheckpointStorage(dir);
+    await declareRescale(storage, 3);
+    await runAndStop(3);
+    expect(await layout()).toMatchObject({ count: 3, generation: 2 });
+    // A process of the layout before, started again: it never moves the layout back.
+    await refusal({ index: 1, count: 2 });
+    expect(await layout()).toMatchObject({ count: 3, generation: 2 });
+
+    await declareRescale(storage, 2);
+    await Promise.all([0, 1].map((index) => job({ index, count: 2 }).execute()));
+    expect(await layout()).toMatchObject({ count: 2, generation: 3 });
+    const rows = store.committed as Array<{ id: number; key: number; n: number }>;
+    expect(rows.map((r) => r.id).sort((a, b) => a - b)).toEqual(Array.from({ length: RECORDS }, (_, i) => i));
+    for (let key = 0; key < KEYS; key++) {
+      const ns = rows.filter((r) => r.key === key).map((r) => r.n);
+      expect(
+        ns.sort((a, b) => a - b),
+        `key ${key}`,
+      ).toEqual(ns.map((_, i) => i + 1));
+    }
   });
 });

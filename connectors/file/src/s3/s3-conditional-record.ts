@@ -66,6 +66,10 @@ export class S3ConditionalRecord<T> implements ConditionalRecord<T> {
     this.given = options.client;
   }
 
+  describe(): string {
+    return `s3://${this.bucket}/${this.key}`;
+  }
+
   private get client(): S3Client {
     if (this.given) return this.given;
     this.own ??= createS3Client(this.connection);

@@ -5,6 +5,11 @@ import type { DemoSinkName } from "./demo-options.ts";
 /** The hidden folder of the output directory that holds the checkpoints, unless a target keeps them elsewhere. */
 export const CHECKPOINT_DIR = DEMO_CHECKPOINT_DIR;
 export const DEMO_JOB_NAME = "exactly-demo";
+/**
+ * The demo job's lease where a successor must wait it out (a shard's standby; a restarted
+ * child on a system that cannot tell the killed one is gone): short, so it starts within seconds.
+ */
+export const DEMO_LEASE_MS = 2_000;
 
 /** What the demo job is built from: the command makes it, the worker process reads it as JSON. */
 export interface DemoJobConfig {

@@ -9,15 +9,15 @@
  * shard of the last layout finished.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import { join } from "node:path";
+import { declareRescale, FileSystemCheckpointStorage } from "@exactly/core";
 import { seededRandom, siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
-import type { DemoJobConfig } from "./demo-job-config.ts";
+import { CHECKPOINT_DIR, DEMO_LEASE_MS, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
 import { DemoFailedError, type SupervisedRun } from "./supervisor.ts";
-
-/** A shard's lease in the demo: short, so that a killed shard's successor starts within seconds. */
-export const DEMO_LEASE_MS = 2_000;
+import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
 export interface ShardedRun extends SupervisedRun {
   readonly shards: number;
@@ -181,6 +181,8 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
           await Promise.all(running.map((p) => p.exited));
           checkpointsBefore += running.reduce((sum, p) => sum + p.checkpoints, 0);
           running = [];
+          // As an operator does (`exactly rescale`): a process of another count is refused otherwise.
+          await declareLayout(config, rescaledTo);
           layout = rescaledTo;
           for (let shard = 0; shard < layout; shard++) start(shard);
         });
@@ -195,7 +197,8 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
           await victim.exited;
           checkpointsBefore += victim.checkpoints;
           running = running.filter((p) => p !== victim);
-          // As a StatefulSet does: the same shard again, at once; it waits out the killed one's lease.
+          // As a StatefulSet does: the same shard again, at once. It takes the shard at once too:
+          // the killed process is gone, which a process of the same machine can tell.
           start(victim.shard);
         }
       }
@@ -227,4 +230,17 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     rescaledTo,
     zombie,
   };
+}
+
+/** Declares the rescale to `count` shards where the demo job keeps its checkpoints. */
+async function declareLayout(config: DemoJobConfig, count: number): Promise<void> {
+  const target = DEMO_TARGETS[config.target?.sink ?? "file"];
+  const storage =
+    (await target.checkpoints?.(config.target?.settings ?? {})) ??
+    new FileSystemCheckpointStorage(join(config.out, CHECKPOINT_DIR));
+  try {
+    await declareRescale(storage, count);
+  } finally {
+    (storage as { close?: () => void }).close?.();
+  }
 }

@@ -4,9 +4,9 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { ExactlyError } from "@exactly/core";
-import { siblingScript } from "@exactly/core/internal";
+import { canTellGoneHolders, siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
-import type { DemoJobConfig } from "./demo-job-config.ts";
+import { DEMO_LEASE_MS, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
 
@@ -63,13 +63,16 @@ export async function superviseDemo({ config, plan, resumed, progress }: Supervi
   let checkpointsBefore = 0;
   let peakRssKb = 0;
   let workers = 1;
+  // A restarted child takes over the killed one's lease on its checkpoint location at once
+  // where this machine can tell the killed one is gone (Linux); elsewhere it waits the lease out.
+  const childConfig = (await canTellGoneHolders()) ? config : { ...config, leaseMs: DEMO_LEASE_MS };
   for (let attempt = 1; ; attempt++) {
     let checkpointsNow = 0;
     let outcome: WorkerMessage | undefined;
     // The configuration holds the targets' URLs and keys: in the environment, not in argv,
     // where any local user reads it through ps or /proc/<pid>/cmdline.
     const child: ChildProcess = fork(worker.path, [], {
-      env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(config) },
+      env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(childConfig) },
       execArgv: worker.execArgv,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });

@@ -67,8 +67,11 @@ export interface ShardReport {
 }
 
 export interface ShardedReport {
-  /** The shard count and layout generation of the location's `_layout`; null if it has none. */
-  readonly layout: { readonly count: number; readonly generation: number } | null;
+  /**
+   * The shard count and layout generation of the location's `_layout`, and the count of a
+   * declared rescale (`exactly rescale`) if any; null if it has none.
+   */
+  readonly layout: { readonly count: number; readonly generation: number; readonly next?: number } | null;
   readonly shards: readonly ShardReport[];
 }
 
@@ -101,7 +104,8 @@ export async function inspectShards(
       .map(Number)
       .sort((a, b) => a - b);
     if (indexes.length === 0) return undefined;
-    const layout = (await storage.record?.<{ count: number; generation: number }>("layout").read())?.value;
+    const layout = (await storage.record?.<{ count: number; generation: number; next?: number }>("layout").read())
+      ?.value;
     const shards: ShardReport[] = [];
     for (const shard of indexes) {
       const folder = storage.scoped?.(`shard-${shard}`) as CheckpointStorage;
@@ -119,7 +123,16 @@ export async function inspectShards(
         checkpoints,
       });
     }
-    return { layout: layout ? { count: layout.count, generation: layout.generation } : null, shards };
+    return {
+      layout: layout
+        ? {
+            count: layout.count,
+            generation: layout.generation,
+            ...(layout.next === undefined ? {} : { next: layout.next }),
+          }
+        : null,
+      shards,
+    };
   } finally {
     (storage as { close?: () => void }).close?.();
   }
@@ -129,7 +142,8 @@ export async function inspectShards(
 export function formatShards(location: string, sharded: ShardedReport): string {
   const lines = [
     sharded.layout
-      ? `a job run as ${sharded.layout.count} shards at ${location} (layout generation ${sharded.layout.generation})`
+      ? `a job run as ${sharded.layout.count} shards at ${location} (layout generation ${sharded.layout.generation}` +
+        `${sharded.layout.next === undefined ? "" : `; a rescale to ${sharded.layout.next} shards is declared`})`
       : `shard folders at ${location}`,
   ];
   for (const s of sharded.shards) {

@@ -22,7 +22,7 @@ export interface RunOptions {
   readonly shard?: string;
   /** N, with k from the hostname (a StatefulSet pod `name-k`). */
   readonly shards?: number;
-  /** Seconds a sharded job's lease lasts unrenewed. */
+  /** Seconds the job's lease (its shard's, or its checkpoint location's) lasts unrenewed. */
   readonly leaseDuration?: number;
   /** Uids of sources and operators whose checkpointed state the job may start without. */
   readonly allowNonRestoredState?: readonly string[];
@@ -39,8 +39,6 @@ export async function runJobCommand(module: string, options: RunOptions): Promis
     env: process.env.EXACTLY_SHARD,
     hostname: hostname(),
   });
-  if (options.leaseDuration !== undefined && !shard)
-    throw new ConfigurationError("--lease-duration", "only a sharded job has a lease: give --shard k/N as well");
   const job = await loadJob(resolve(module), {
     export: exportName,
     runtime: { logger, metrics: prometheus ?? noMetrics },

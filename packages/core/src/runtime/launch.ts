@@ -6,7 +6,7 @@
 import { availableParallelism } from "node:os";
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
-import type { ShardOwner } from "../shards/shard-owner.ts";
+import type { JobOwner } from "../shards/job-owner.ts";
 import type { JobGraph } from "./api/job-graph.ts";
 import type { JobOrigin } from "./api/job-origin.ts";
 import type { ExecutionOptions } from "./engine/execution.ts";
@@ -60,7 +60,7 @@ export function launch(
     base: Omit<ExecutionOptions, "listener">;
     restart: RestartStrategy;
     storage: CheckpointStorage;
-    owner?: ShardOwner | undefined;
+    owner?: JobOwner | undefined;
   },
   events: JobEvents,
 ): JobClient {

@@ -6,7 +6,8 @@
  * checkpoint's metadata is not enough to complete it in a sharded job: the head must name it.
  */
 import { ExactlyError } from "../errors.ts";
-import type { ConditionalRecord } from "./conditional-record.ts";
+import { type ConditionalRecord, describeRecord, type VersionedValue } from "./conditional-record.ts";
+import { requireEpoch } from "./shard-lease.ts";
 
 /** What the head record holds. */
 export interface HeadState {
@@ -35,6 +36,17 @@ export class CheckpointHead {
     this.record = record;
   }
 
+  /** The head as stored; an epoch exactly never writes is refused, naming the record (a fence must compare true numbers). */
+  private async read(): Promise<VersionedValue<HeadState> | undefined> {
+    const current = await this.record.read();
+    if (current) {
+      const where = describeRecord(this.record, "the checkpoint head");
+      requireEpoch(current.value.epoch, where);
+      if (current.value.latest) requireEpoch(current.value.latest.epoch, where, "latest.epoch");
+    }
+    return current;
+  }
+
   /** The latest complete checkpoint as this owner last wrote or read it. */
   get latest(): HeadState["latest"] {
     return this.state?.latest;
@@ -46,7 +58,7 @@ export class CheckpointHead {
    */
   async fence(epoch: number): Promise<HeadState["latest"]> {
     for (;;) {
-      const current = await this.record.read();
+      const current = await this.read();
       if (current && current.value.epoch > epoch)
         throw new ShardFencedError(epoch, `epoch ${current.value.epoch} holds the checkpoint head`);
       const next: HeadState = { ...current?.value, epoch };
@@ -68,7 +80,7 @@ export class CheckpointHead {
    */
   async raise(epoch: number): Promise<HeadState["latest"]> {
     for (;;) {
-      const current = await this.record.read();
+      const current = await this.read();
       if (current && current.value.epoch >= epoch) return current.value.latest;
       if ((await this.record.replace(current?.version, { ...current?.value, epoch })) !== undefined)
         return current?.value.latest;

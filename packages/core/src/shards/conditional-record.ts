@@ -5,6 +5,7 @@
  * lease and its checkpoint head are each one such record; every adapter implements this port
  * and nothing else, and the lease and fencing logic above it is written once.
  */
+import { ExactlyError } from "../errors.ts";
 
 /** A record as read: its value and the version a replacement must name. */
 export interface VersionedValue<T> {
@@ -27,4 +28,23 @@ export interface ConditionalRecord<T> {
   isTransient?(error: unknown): boolean;
   /** Lets go of the clients this record created. */
   close?(): Promise<void>;
+  /** Where the record is (a path, an s3:// URL, a table row), for messages that must name it. */
+  describe?(): string;
+}
+
+/** The record's place for a message: what it says of itself, or `fallback`. */
+export function describeRecord(record: ConditionalRecord<unknown>, fallback: string): string {
+  return record.describe?.() ?? fallback;
+}
+
+/**
+ * A record holds what exactly never writes (an epoch that is not a whole number, one no owner
+ * can follow): it was edited by hand, or by something else. Never retried: the next attempt
+ * would read the same.
+ */
+export class InvalidRecordError extends ExactlyError {
+  override readonly permanent = true;
+  constructor(where: string, message: string) {
+    super("INVALID_RECORD", `${where}: ${message}`);
+  }
 }

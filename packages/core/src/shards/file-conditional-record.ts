@@ -21,6 +21,10 @@ export class FileConditionalRecord<T> implements ConditionalRecord<T> {
     this.directory = directory;
   }
 
+  describe(): string {
+    return this.directory;
+  }
+
   private async sequences(): Promise<number[]> {
     let names: string[];
     try {

@@ -68,10 +68,15 @@ export class ShardCheckpointStorage implements CheckpointStorage {
   async settleLayout(
     knownGeneration: number | undefined,
     log: (message: string) => void,
-    stopped: (layout: ShardLayout) => Promise<void>,
+    stopped: (layout: ShardLayout | undefined) => Promise<void>,
   ): Promise<ShardLayout> {
     this.layout = await settleLayout(this.base, this.shard.count, knownGeneration, log, stopped);
     return this.layout;
+  }
+
+  /** The lease of the job run without shards, at the location's root (location-owner.ts). */
+  unshardedLeaseRecord(): ConditionalRecord<LeaseState> {
+    return this.base.record<LeaseState>("lease");
   }
 
   /** The lease record of shard `index` beside its checkpoints (the default lease store). */

@@ -3,15 +3,23 @@
  * Shards, Rescale). One conditional record at the checkpoint location's root, `_layout`,
  * holds the layout: its shard count, its generation, the least epoch its owners hold, and its
  * **base** — the checkpoint of every shard of the layout before, which each new shard restores
- * its part of until it completed a checkpoint of its own. The first process started with
- * another shard count moves the layout on: it fences every shard of the current layout (their
- * heads refuse anything after), reads where each one stopped, and replaces the record; the
- * other new shards find the record already moved and join.
+ * its part of until it completed a checkpoint of its own. A rescale is declared first
+ * (`declareRescale`, `exactly rescale`): a process whose shard count is not the layout's may be
+ * one of an older layout started again, and only a declaration tells the two apart. The first
+ * process started with the declared count moves the layout on: it fences every shard of the
+ * current layout (their heads refuse anything after), reads where each one stopped, and
+ * replaces the record; the other new shards find the record already moved and join.
  */
 import type { CheckpointStorage, RestoredCheckpoint } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
 import { CheckpointHead, type HeadState } from "./checkpoint-head.ts";
-import type { ConditionalRecord } from "./conditional-record.ts";
+import {
+  type ConditionalRecord,
+  describeRecord,
+  InvalidRecordError,
+  type VersionedValue,
+} from "./conditional-record.ts";
+import { nextEpoch, requireEpoch } from "./shard-lease.ts";
 import { shardName } from "./shard-spec.ts";
 
 /** One checkpoint a new layout starts from: of shard `shard` (undefined: the job before it was sharded). */
@@ -31,6 +39,26 @@ export interface ShardLayout {
   readonly base: readonly BaseCheckpoint[];
   /** Set while a rescale to this layout is under way: the layout it replaces (see settleLayout). */
   readonly moving?: ShardLayout;
+  /** A rescale to this many shards was declared (declareRescale): a process of that count moves the layout. */
+  readonly next?: number;
+}
+
+/** Reads the layout record, refusing, naming it, what exactly never writes (a fence must compare true numbers). */
+async function readLayout(record: ConditionalRecord<ShardLayout>): Promise<VersionedValue<ShardLayout> | undefined> {
+  const current = await record.read();
+  if (!current) return undefined;
+  const where = describeRecord(record, "the shard layout");
+  const check = (layout: ShardLayout) => {
+    for (const field of ["count", "generation"] as const) {
+      const n = layout[field];
+      if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 1)
+        throw new InvalidRecordError(where, `${field} ${JSON.stringify(n)} is not a positive whole number`);
+    }
+    requireEpoch(layout.minEpoch, where, "minEpoch");
+  };
+  check(current.value);
+  if (current.value.moving) check(current.value.moving);
+  return current;
 }
 
 type Storage = CheckpointStorage & Required<Pick<CheckpointStorage, "scoped" | "record" | "load">>;
@@ -69,12 +97,15 @@ export async function settleLayout(
   count: number,
   knownGeneration: number | undefined,
   log: (message: string) => void,
-  /** Resolves once no process of `layout` owns any of its shards: a rescale starts only then. */
-  stopped: (layout: ShardLayout) => Promise<void>,
+  /**
+   * Resolves once no process of `layout` owns any of its shards (undefined: once the job run
+   * without shards no longer holds the location): a rescale, or the first layout, starts only then.
+   */
+  stopped: (layout: ShardLayout | undefined) => Promise<void>,
 ): Promise<ShardLayout> {
   const record: ConditionalRecord<ShardLayout> = storage.record<ShardLayout>("layout");
   for (;;) {
-    const current = await record.read();
+    const current = await readLayout(record);
     const layout = current?.value;
     if (layout?.moving) {
       const settled = await settleMove(storage, layout, layout.moving);
@@ -91,6 +122,7 @@ export async function settleLayout(
       );
     if (layout?.count === count) return layout;
     if (!layout) {
+      await stopped(undefined);
       const first = await firstLayout(storage, count);
       if (await record.replace(undefined, first))
         log(
@@ -98,10 +130,46 @@ export async function settleLayout(
         );
       continue;
     }
+    if (layout.next !== count)
+      throw new ConfigurationError(
+        "shard",
+        `the job runs as ${layout.count} shards (layout generation ${layout.generation}) and this process as ${count}: ` +
+          `a process of an earlier layout started again, or a rescale nobody declared. To rescale to ${count} shards, run ` +
+          `\`exactly rescale <checkpoint location> ${count}\` (declareRescale) and then start ${count} shards; otherwise start this process as one of ${layout.count}`,
+      );
     // Stop all N shards, then start N′: a running shard of the old layout is waited for, never
     // fenced from under it (a rolling update would otherwise move the layout back and forth).
     await stopped(layout);
     await record.replace(current?.version, await reserveMove(storage, layout, count));
+  }
+}
+
+/**
+ * Declares a rescale of the job whose checkpoints are at `storage` to `count` shards (`exactly
+ * rescale`): the first process started as one of `count` then moves the layout, once every
+ * shard of the current one has stopped. Without it, a process whose count is not the layout's
+ * is refused: it may be a process of an older layout started again. Declaring the current
+ * count withdraws a declaration. Returns the layout as it now stands.
+ */
+export async function declareRescale(storage: CheckpointStorage, count: number): Promise<ShardLayout> {
+  if (!Number.isSafeInteger(count) || count < 1)
+    throw new ConfigurationError("count", `the number of shards must be a positive integer, got ${count}`);
+  if (!storage.record)
+    throw new ConfigurationError(
+      "checkpoint.storage",
+      "this storage has no conditional records, so it holds no sharded job's layout",
+    );
+  const record = storage.record<ShardLayout>("layout");
+  for (;;) {
+    const current = await readLayout(record);
+    if (!current)
+      throw new ConfigurationError(
+        "count",
+        `${describeRecord(record, "the location")} does not exist: the job never ran as shards there, and its first sharded run needs no declaration`,
+      );
+    const { next: _next, ...layout } = current.value;
+    const declared: ShardLayout = layout.count === count ? layout : { ...layout, next: count };
+    if ((await record.replace(current.version, declared)) !== undefined) return declared;
   }
 }
 
@@ -145,6 +213,7 @@ async function latestOf(storage: Storage, shard: number, generation: number): Pr
 async function reserveMove(storage: Storage, current: ShardLayout, count: number): Promise<ShardLayout> {
   let epoch = current.minEpoch;
   const withoutCheckpoint: number[] = [];
+  const where = describeRecord(storage.record<ShardLayout>("layout"), "the shard layout");
   let started = current.base.length > 0;
   for (let shard = 0; shard < current.count; shard++) {
     epoch = Math.max(epoch, (await headState(storage, shard))?.epoch ?? 0);
@@ -157,8 +226,8 @@ async function reserveMove(storage: Storage, current: ShardLayout, count: number
       `cannot rescale from ${current.count} to ${count} shards: shard(s) ${withoutCheckpoint.join(", ")} of ${current.count} completed no checkpoint since the layout began; ` +
         `run them as k/${current.count} until each has completed one, then rescale`,
     );
-  const { moving: _moving, ...from } = current;
-  return { count, generation: current.generation + 1, minEpoch: epoch + 1, base: [], moving: from };
+  const { moving: _moving, next: _next, ...from } = current;
+  return { count, generation: current.generation + 1, minEpoch: nextEpoch(epoch, where), base: [], moving: from };
 }
 
 /**

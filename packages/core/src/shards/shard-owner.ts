@@ -6,23 +6,28 @@
  */
 import type { Logger } from "../logger.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
+import type { JobOwner, ShardOwnership } from "./job-owner.ts";
 import type { ShardCheckpointStorage } from "./shard-checkpoint-storage.ts";
 import type { ShardLayout } from "./shard-layout.ts";
-import { type LeaseState, type ShardLease, type ShardLeaseLostError, waitUntilUnowned } from "./shard-lease.ts";
+import {
+  describeHolder,
+  type LeaseState,
+  type ShardLease,
+  type ShardLeaseLostError,
+  waitUntilUnowned,
+} from "./shard-lease.ts";
 import type { ShardSpec } from "./shard-spec.ts";
 
-/** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
-export interface ShardOwnership {
-  readonly shard: ShardSpec;
-  readonly epoch: number;
-}
+export type { ShardOwnership } from "./job-owner.ts";
 
-export class ShardOwner {
+export class ShardOwner implements JobOwner {
   readonly storage: ShardCheckpointStorage;
   private readonly lease: ShardLease;
   private readonly logger: Logger;
   /** The lease record of any shard: a rescale waits for the old layout's owners. */
   private readonly leaseOf: (index: number) => ConditionalRecord<LeaseState>;
+  /** The lease of the job run without shards: the first layout waits until it no longer runs. */
+  private readonly unshardedLease: () => ConditionalRecord<LeaseState>;
   private onLost: ((error: ShardLeaseLostError) => void) | undefined;
   /** The layout generation this process ran in; it never moves the layout back from a newer one. */
   private generation: number | undefined;
@@ -32,11 +37,13 @@ export class ShardOwner {
     storage: ShardCheckpointStorage,
     logger: Logger,
     leaseOf: (index: number) => ConditionalRecord<LeaseState>,
+    unshardedLease: () => ConditionalRecord<LeaseState>,
   ) {
     this.lease = lease;
     this.storage = storage;
     this.logger = logger;
     this.leaseOf = leaseOf;
+    this.unshardedLease = unshardedLease;
     storage.guardWith(() => lease.assertHeld());
   }
 
@@ -52,7 +59,7 @@ export class ShardOwner {
       this.lease.stop();
       const epoch = await this.lease.acquire(signal, (holder) =>
         this.logger.info(
-          `waiting for shard ${index} of ${count}: ${holder.owner} holds it at epoch ${holder.epoch}; taking it if it is not renewed for ${this.lease.durationMs} ms`,
+          `waiting for shard ${index} of ${count}: ${describeHolder(holder)} holds it at epoch ${holder.epoch}; taking it if it is not renewed for ${Math.max(this.lease.durationMs, holder.durationMs ?? 0)} ms`,
           { shard: index, holder: holder.owner, epoch: holder.epoch },
         ),
       );
@@ -72,15 +79,36 @@ export class ShardOwner {
     return { shard: this.shard, epoch };
   }
 
-  /** Waits until no process of the layout being replaced owns any of its shards. */
-  private async oldLayoutStopped(old: ShardLayout): Promise<void> {
-    for (let index = 0; index < old.count; index++) {
-      if (index === this.shard.index) continue;
-      await waitUntilUnowned(this.leaseOf(index), old.count, this.lease, (holder) =>
+  /** Waits until no process of the layout being replaced (undefined: the job run without shards) owns any of its shards. */
+  private async oldLayoutStopped(old: ShardLayout | undefined): Promise<void> {
+    if (!old) {
+      await this.untilUnowned(this.unshardedLease(), undefined, (holder) =>
         this.logger.info(
-          `rescaling from ${old.count} to ${this.shard.count} shards: waiting until shard ${index} of ${old.count} stops (${holder.owner} holds it)`,
+          `first run as ${this.shard.count} shards: waiting until the job run without shards stops (${describeHolder(holder)} holds its checkpoint location)`,
         ),
       );
+      return;
+    }
+    for (let index = 0; index < old.count; index++) {
+      if (index === this.shard.index) continue;
+      await this.untilUnowned(this.leaseOf(index), old.count, (holder) =>
+        this.logger.info(
+          `rescaling from ${old.count} to ${this.shard.count} shards: waiting until shard ${index} of ${old.count} stops (${describeHolder(holder)} holds it)`,
+        ),
+      );
+    }
+  }
+
+  /** waitUntilUnowned on a record made for it, whose client (a Postgres connection) is let go after. */
+  private async untilUnowned(
+    record: ConditionalRecord<LeaseState>,
+    count: number | undefined,
+    onWait: (holder: LeaseState) => void,
+  ): Promise<void> {
+    try {
+      await waitUntilUnowned(record, count, this.lease, onWait);
+    } finally {
+      await record.close?.();
     }
   }
 

@@ -50,7 +50,7 @@ export interface LoadJobOptions {
   readonly params?: Readonly<Record<string, unknown>>;
   /** Run the job as this shard of several (docs/design.md §2, Shards); handed to the module as `runtime.shard`. */
   readonly shard?: ShardSpec;
-  /** The shard's lease timing, over what the module set (`exactly run --lease-duration`). */
+  /** The lease's timing (a shard's, or the checkpoint location's), over what the module set (`exactly run --lease-duration`). */
   readonly lease?: ShardLeaseOptions;
   /**
    * Uids whose checkpointed state the job may start without, beside those the module allows
@@ -83,6 +83,7 @@ export async function loadJob(module: string | URL, options: LoadJobOptions = {}
     throw new ConfigurationError("export", `${module}'s ${exportName} must return a StreamJob`);
   }
   if (options.shard) job.assignShard(options.shard, options.lease);
+  else if (options.lease) job.assignLease(options.lease);
   if (options.allowNonRestoredState) job.allowNonRestoredState(options.allowNonRestoredState);
   rememberOrigin(job, {
     url,

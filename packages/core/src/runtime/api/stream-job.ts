@@ -6,6 +6,8 @@ import { consoleLogger, type Logger } from "../../logger.ts";
 import { type JobMetrics, noMetrics } from "../../metrics.ts";
 import { MAX_KEY_GROUPS } from "../../operators/key-groups.ts";
 import type { ConditionalRecord } from "../../shards/conditional-record.ts";
+import type { JobOwner } from "../../shards/job-owner.ts";
+import { describeLocation, LocationOwner } from "../../shards/location-owner.ts";
 import { ShardCheckpointStorage } from "../../shards/shard-checkpoint-storage.ts";
 import {
   DEFAULT_LEASE_DURATION_MS,
@@ -85,13 +87,21 @@ export interface StreamJobOptions {
    * {@link loadJob}'s `shard` set it. Undefined: the whole job in this process.
    */
   readonly shard?: ShardSpec;
-  /** The shard's lease: its timing, and where it lives (default: beside the shard's checkpoints). */
+  /**
+   * The lease this process holds while it runs: a shard's, or, for a job that is not sharded,
+   * its checkpoint location's (one job per location at a time). Its timing, and where it lives
+   * (default: beside the checkpoints).
+   */
   readonly lease?: ShardLeaseSettings;
 }
 
-/** Where a sharded job's lease lives and how long it lasts. */
+/** Where a job's lease lives and how long it lasts. */
 export interface ShardLeaseSettings extends ShardLeaseOptions {
-  /** The lease record of a shard: S3ConditionalRecord, PostgresConditionalRecord, … Default: beside the shard's checkpoints. */
+  /**
+   * The lease record of a shard: S3ConditionalRecord, PostgresConditionalRecord, … A job that
+   * is not sharded is shard 0 of 1 here. Default: beside the checkpoints; a checkpoint storage
+   * without conditional records, and no record given, runs unguarded (with a warning).
+   */
   readonly record?: (shard: ShardSpec) => ConditionalRecord<LeaseState>;
 }
 
@@ -162,6 +172,11 @@ export class StreamJob {
   /** @internal loadJob's `allowNonRestoredState`, beside the options' own. */
   allowNonRestoredState(uids: readonly string[]): void {
     this.allowedNonRestored.push(...uids);
+  }
+
+  /** @internal loadJob's `lease` for a job that is not sharded (`exactly run --lease-duration`). */
+  assignLease(lease: ShardLeaseOptions): void {
+    this.assignedLease = lease;
   }
 
   private get defaultParallelism(): number {
@@ -302,11 +317,10 @@ export class StreamJob {
   /** Starts the job; the returned client waits for it, stops or cancels it. */
   start(events: JobEvents = {}): JobClient {
     const { graph, ...setup } = this.executionSetup();
-    return launch(
-      this.launchRequest(graph),
-      { ...setup, owner: this.shardOwner(setup.storage, setup.base.logger) },
-      events,
-    );
+    const owner = this.owner(setup.storage, setup.base.logger);
+    // The owner's storage refuses to complete a checkpoint once its lease is lost.
+    const storage = owner?.storage ?? setup.storage;
+    return launch(this.launchRequest(graph), { ...setup, storage, base: { ...setup.base, storage }, owner }, events);
   }
 
   /** The lease settings: the job's, with what loadJob was given over them. */
@@ -314,14 +328,39 @@ export class StreamJob {
     return { ...this.options.lease, ...this.assignedLease };
   }
 
-  /** The owner of this process's shard (lease and checkpoint head), in a sharded job. */
-  private shardOwner(storage: CheckpointStorage, logger: Logger): ShardOwner | undefined {
-    if (!(storage instanceof ShardCheckpointStorage)) return undefined;
+  /**
+   * What makes this process the one that runs the job's checkpoints: the owner of its shard
+   * (lease and checkpoint head), or of its checkpoint location in a job that is not sharded.
+   */
+  private owner(storage: CheckpointStorage, logger: Logger): JobOwner | undefined {
     const { record, ...timing } = this.leaseSettings();
-    const shard = storage.shard;
-    const leaseOf = (index: number) => (record ? record({ index, count: shard.count }) : storage.leaseRecordOf(index));
-    const lease = new ShardLease(leaseOf(shard.index), { ...timing, count: shard.count });
-    return new ShardOwner(lease, storage, logger, leaseOf);
+    const job = this.options.name;
+    // A job that is not sharded is shard 0 of 1 to `lease.record`.
+    const unsharded = () => (record ? record({ index: 0, count: 1 }) : storage.record?.<LeaseState>("lease"));
+    if (storage instanceof ShardCheckpointStorage) {
+      const shard = storage.shard;
+      const leaseOf = (index: number) =>
+        record ? record({ index, count: shard.count }) : storage.leaseRecordOf(index);
+      const lease = new ShardLease(leaseOf(shard.index), { ...timing, count: shard.count, job });
+      return new ShardOwner(lease, storage, logger, leaseOf, () => unsharded() ?? storage.unshardedLeaseRecord());
+    }
+    const configured = this.options.checkpoint.storage;
+    const location = describeLocation(storage, typeof configured === "string" ? configured : "the checkpoint storage");
+    const leaseRecord = unsharded();
+    if (!leaseRecord) {
+      logger.warn(
+        `checkpoint.storage: ${location} has no conditional records, so nothing keeps a second job off this location while this one runs ` +
+          "(both would commit output for the same records); give lease.record to guard it",
+      );
+      return undefined;
+    }
+    const lease = new ShardLease(leaseRecord, {
+      ...timing,
+      job,
+      where: `the lease of ${location}`,
+      label: "checkpoint location lease",
+    });
+    return new LocationOwner(lease, storage, location, logger);
   }
 
   /** Runs a bounded job to its end (or an unbounded one until it fails). */

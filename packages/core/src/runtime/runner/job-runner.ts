@@ -2,7 +2,7 @@ import type { CheckpointStorage, RestoredCheckpoint } from "../../checkpoint/che
 import { CancelledError, ConfigurationError, describe, JobFailedError } from "../../errors.ts";
 import { classifyFailure, type FailureKind } from "../../failures.ts";
 import type { Logger } from "../../logger.ts";
-import type { ShardOwner, ShardOwnership } from "../../shards/shard-owner.ts";
+import type { JobOwner, ShardOwnership } from "../../shards/job-owner.ts";
 import { sleep } from "../../util/sleep.ts";
 import type { Execution, ExecutionListener, ExecutionOptions } from "../engine/execution.ts";
 import { RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
@@ -54,7 +54,7 @@ export function startJob(
   events: JobEvents,
   logger: Logger,
   storage: CheckpointStorage,
-  owner?: ShardOwner,
+  owner?: JobOwner,
 ): JobClient {
   let current: Execution | undefined;
   let stopRequested = false;
@@ -70,8 +70,9 @@ export function startJob(
       const startedAt = Date.now();
       let execution: Execution | undefined;
       try {
-        // A sharded job's attempt first owns its shard: it waits while a live owner renews the
-        // lease, and a lease lost later fails the attempt it runs.
+        // An attempt first owns its shard, or its checkpoint location: it waits while a live owner
+        // renews a shard's lease (another job's hold on the location is refused), and a lease
+        // lost later fails the attempt it runs.
         let ownership: ShardOwnership | undefined;
         if (owner) ownership = await owner.claim((lost) => current?.cancel(lost), abort.signal);
         // Inside the attempt: checkpoint storage that is unreachable for a while (S3 restarting)

@@ -1,0 +1,29 @@
+/**
+ * What the runner (runtime/runner/job-runner.ts) asks of whatever makes this process the one
+ * that runs the job's checkpoints: a shard's owner (shard-owner.ts), or, for a job that is not
+ * sharded, the owner of its checkpoint location (location-owner.ts). It claims ownership before
+ * every attempt restores, and fails the running attempt the moment ownership is lost.
+ */
+import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
+import type { ShardLeaseLostError } from "./shard-lease.ts";
+import type { ShardSpec } from "./shard-spec.ts";
+
+/** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
+export interface ShardOwnership {
+  readonly shard: ShardSpec;
+  readonly epoch: number;
+}
+
+export interface JobOwner {
+  /** The storage every attempt uses: the owner refuses what it would complete once ownership is lost. */
+  readonly storage: CheckpointStorage;
+  /**
+   * Waits until this process owns what the job writes (or refuses, when another job holds it);
+   * `onLost` hears when it stops owning it. Resolves with what sinks fence with, in a sharded job.
+   */
+  claim(onLost: (error: ShardLeaseLostError) => void, signal?: AbortSignal): Promise<ShardOwnership | undefined>;
+  /** Ends the ownership: released, so a successor starts at once. */
+  release(): Promise<void>;
+  /** Stops renewing without releasing (a failed job: its lease runs out). */
+  stop(): Promise<void>;
+}
