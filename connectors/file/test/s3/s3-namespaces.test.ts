@@ -1,0 +1,115 @@
+// I8 on S3: what one S3 file sink keeps is out of reach of another sink's settings and
+// records, and of the job's own checkpoints. A sink prefix inside the job's S3 checkpoint
+// location (its checkpoints, write-ahead logs, shard leases, heads and layout) is refused at
+// open, naming `prefix`; a record whose bucket directory would put its part there fails naming
+// its position.
+
+import { randomBytes } from "node:crypto";
+import {
+  type CheckpointStorage,
+  ConfigurationError,
+  DeliveryGuarantee,
+  type RecordPosition,
+  RecordWriteError,
+} from "@exactly/core";
+import { ShardCheckpointStorage } from "@exactly/core/internal";
+import { s3Config } from "@exactly/testkit/endpoints";
+import { sinkContext } from "@exactly/testkit/sink-context";
+import { describe, expect, it } from "vitest";
+import { S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
+import { listKeys, openUploads, testBucket } from "./helpers.ts";
+
+interface Row {
+  id: number;
+  dir: string;
+}
+
+const at = (offset: number): RecordPosition => ({ source: "s", split: "0", offset });
+const batch = (rows: Row[]) => ({ values: rows, positions: rows.map((r) => at(r.id)), timestamps: undefined });
+const rejection = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+const unique = (label: string) => `${label}-${randomBytes(3).toString("hex")}`;
+
+describe("I8: an S3 sink and the job's S3 checkpoint location", () => {
+  const { bucket, s3 } = testBucket("i8-checkpoints", s3Config);
+
+  const storages = (location: string): [string, CheckpointStorage][] => {
+    const storage = new S3CheckpointStorage({ location, connection: s3Config() });
+    return [
+      ["S3CheckpointStorage", storage],
+      ["a sharded job's storage on it", new ShardCheckpointStorage(storage, { index: 0, count: 2 })],
+    ];
+  };
+
+  it.each([
+    ["the location itself", (loc: string) => loc, (loc: string) => `s3://${bucket}/${loc}`],
+    ["a folder inside it", (loc: string) => `${loc}/out`, (loc: string) => `s3://${bucket}/${loc}`],
+    ["a shard's epoch folder", (loc: string) => `${loc}/shard-0/epoch-5`, (loc: string) => `s3://${bucket}/${loc}`],
+    ["any prefix, when the location is the whole bucket", () => "out", () => `s3://${bucket}`],
+  ])("a sink prefix that is %s is refused at open, naming prefix", async (_what, prefixOf, locationOf) => {
+    await s3();
+    const loc = unique("ckpt");
+    for (const guarantee of [DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE]) {
+      for (const [kind, storage] of storages(locationOf(loc))) {
+        const sink = s3FileSink<Row>({ bucket, prefix: prefixOf(loc), connection: s3Config(), guarantee });
+        const error = await rejection(sink.open(sinkContext("files", { storage })));
+        await sink.close();
+        expect(error, `${guarantee}, ${kind}`).toBeInstanceOf(ConfigurationError);
+        expect((error as ConfigurationError).setting).toBe("prefix");
+        expect((error as Error).message).toContain(locationOf(loc));
+      }
+    }
+  });
+
+  it("a sink beside the location (a prefix that only starts with the same letters, another bucket) opens", async () => {
+    await s3();
+    const loc = unique("ckpt");
+    for (const [prefix, location] of [
+      [`${loc}-out`, `s3://${bucket}/${loc}`],
+      [loc, `s3://${bucket}-elsewhere/${loc}`],
+    ] as const) {
+      const sink = s3FileSink<Row>({ bucket, prefix, connection: s3Config() });
+      await sink.open(sinkContext("files", { storage: new S3CheckpointStorage({ location, connection: s3Config() }) }));
+      await sink.close();
+    }
+  });
+
+  it("a record whose bucket directory puts its part inside the location fails naming its position; nothing lands there", async () => {
+    const client = await s3();
+    const parent = unique("jobs");
+    const loc = `${parent}/ckpt`;
+    const storage = new S3CheckpointStorage({ location: `s3://${bucket}/${loc}`, connection: s3Config() });
+    const sink = s3FileSink<Row>({
+      bucket,
+      prefix: parent,
+      connection: s3Config(),
+      bucketAssigner: (r) => r.dir,
+    });
+    await sink.open(sinkContext("files", { storage }));
+    try {
+      // "ckpt/chk-9" would be a checkpoint folder the storage's retention deletes, and ids would jump to 9.
+      for (const [id, dir] of [
+        [2, "ckpt/chk-9"],
+        [3, "ckpt/logs/files/0-1"],
+        [4, "ckpt"],
+      ] as const) {
+        const error = await rejection(Promise.resolve().then(() => sink.writeBatch(batch([{ id, dir }]))));
+        expect(error, dir).toBeInstanceOf(RecordWriteError);
+        expect((error as RecordWriteError).position).toEqual(at(id));
+        expect((error as Error).message).toContain(`s3://${bucket}/${loc}`);
+      }
+      await sink.writeBatch(batch([{ id: 1, dir: "ckpt-2026" }]));
+      await sink.snapshotState(1);
+      await sink.notifyCheckpointComplete(1);
+    } finally {
+      await sink.close();
+    }
+    const keys = await listKeys(client, bucket, `${parent}/`);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatch(new RegExp(`^${parent}/ckpt-2026/part-files-0-1-\\d+-[0-9a-f]{12}$`));
+    expect(await openUploads(client, bucket, `${parent}/`)).toEqual([]);
+  });
+});
