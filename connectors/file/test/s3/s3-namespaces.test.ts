@@ -2,9 +2,13 @@
 // records, and of the job's own checkpoints. A sink prefix inside the job's S3 checkpoint
 // location (its checkpoints, write-ahead logs, shard leases, heads and layout) is refused at
 // open, naming `prefix`; a record whose bucket directory would put its part there fails naming
-// its position.
+// its position. A sink never takes for its own the uploads of a sink whose part prefix extends
+// its own ("part-s" and "part-s-1").
 
 import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type CheckpointStorage,
   ConfigurationError,
@@ -17,7 +21,7 @@ import { s3Config } from "@exactly/testkit/endpoints";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
 import { S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
-import { listKeys, openUploads, testBucket } from "./helpers.ts";
+import { listKeys, openUploads, readObject, testBucket } from "./helpers.ts";
 
 interface Row {
   id: number;
@@ -32,6 +36,8 @@ const rejection = (promise: Promise<unknown>) =>
     (e: unknown) => e,
   );
 const unique = (label: string) => `${label}-${randomBytes(3).toString("hex")}`;
+/** A private spool root (mkdtemp makes it 0700): sinks given the same one share their local copies' folders. */
+const spoolRoot = () => mkdtemp(join(tmpdir(), "exactly-s3-i8-spool-"));
 
 describe("I8: an S3 sink and the job's S3 checkpoint location", () => {
   const { bucket, s3 } = testBucket("i8-checkpoints", s3Config);
@@ -111,5 +117,36 @@ describe("I8: an S3 sink and the job's S3 checkpoint location", () => {
     expect(keys).toHaveLength(1);
     expect(keys[0]).toMatch(new RegExp(`^${parent}/ckpt-2026/part-files-0-1-\\d+-[0-9a-f]{12}$`));
     expect(await openUploads(client, bucket, `${parent}/`)).toEqual([]);
+  });
+});
+
+describe("I8: an S3 sink's uploads and local copies are its own", () => {
+  const { bucket, s3 } = testBucket("i8-uploads", s3Config);
+
+  it("a sink never aborts the pre-committed upload of a sink whose part prefix extends its own", async () => {
+    const client = await s3();
+    const prefix = unique("out");
+    const spoolDirectory = await spoolRoot();
+    const options = { bucket, prefix, connection: s3Config(), spoolDirectory };
+    // Sink "s-1" names its parts "part-s-1-<subtask>-…": to sink "s", a part of its subtask 1.
+    const longer = s3FileSink<Row>(options);
+    await longer.open(sinkContext("s-1"));
+    try {
+      await longer.writeBatch(batch([{ id: 1, dir: "" }]));
+      await longer.snapshotState(1);
+      const [pending] = await openUploads(client, bucket, `${prefix}/`);
+      expect(pending?.key).toMatch(new RegExp(`^${prefix}/part-s-1-0-1-0-[0-9a-f]{12}$`));
+      // A fresh start of sink "s" (one subtask, so it owns every index above 0) cleans up its own.
+      const shorter = s3FileSink<Row>(options);
+      await shorter.open(sinkContext("s"));
+      await shorter.close();
+      expect(await openUploads(client, bucket, `${prefix}/`)).toEqual([pending]);
+      await longer.notifyCheckpointComplete(1);
+    } finally {
+      await longer.close();
+    }
+    const keys = await listKeys(client, bucket, `${prefix}/`);
+    expect(keys).toHaveLength(1);
+    expect(await readObject(client, bucket, keys[0] as string)).toBe('{"id":1,"dir":""}\n');
   });
 });
