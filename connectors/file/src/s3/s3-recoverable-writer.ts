@@ -119,7 +119,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
     this.spoolConfigured = options.spoolDirectory !== undefined;
     this.slots = new UploadSlots(this.uploadConcurrency);
-    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix, () => this.spool());
+    this.retained = new RetainedParts(this.spoolRoot, this.connection.endpoint, this.bucket, this.prefix, () =>
+      this.spool(),
+    );
     this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
   }
 

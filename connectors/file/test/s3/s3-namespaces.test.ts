@@ -3,12 +3,14 @@
 // location (its checkpoints, write-ahead logs, shard leases, heads and layout) is refused at
 // open, naming `prefix`; a record whose bucket directory would put its part there fails naming
 // its position. A sink never takes for its own the uploads of a sink whose part prefix extends
-// its own ("part-s" and "part-s-1").
+// its own ("part-s" and "part-s-1"), and the local copies of one server's uploads are never
+// swept by a sink of the same bucket and prefix on another server.
 
 import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AbortMultipartUploadCommand } from "@aws-sdk/client-s3";
 import {
   type CheckpointStorage,
   ConfigurationError,
@@ -17,11 +19,12 @@ import {
   RecordWriteError,
 } from "@exactly/core";
 import { ShardCheckpointStorage } from "@exactly/core/internal";
-import { s3Config } from "@exactly/testkit/endpoints";
+import { type S3Config, s3Config, s3MotoConfig } from "@exactly/testkit/endpoints";
 import { sinkContext } from "@exactly/testkit/sink-context";
-import { describe, expect, it } from "vitest";
-import { S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
-import { listKeys, openUploads, readObject, testBucket } from "./helpers.ts";
+import { afterAll, describe, expect, it } from "vitest";
+import { FileTwoPhaseSink } from "../../src/index.ts";
+import { S3CheckpointStorage, S3RecoverableWriter, s3FileSink } from "../../src/s3/index.ts";
+import { dropBucket, ensureBucket, listKeys, openUploads, readObject, s3Client, testBucket } from "./helpers.ts";
 
 interface Row {
   id: number;
@@ -148,5 +151,61 @@ describe("I8: an S3 sink's uploads and local copies are its own", () => {
     const keys = await listKeys(client, bucket, `${prefix}/`);
     expect(keys).toHaveLength(1);
     expect(await readObject(client, bucket, keys[0] as string)).toBe('{"id":1,"dir":""}\n');
+  });
+
+  describe("two servers", () => {
+    // One bucket name on both servers; dropped from both after the test.
+    const shared = `exactly-i8-${randomBytes(4).toString("hex")}`;
+    const made: S3Config[] = [];
+    afterAll(async () => {
+      for (const config of made) {
+        const client = s3Client(config);
+        await dropBucket(client, shared).catch(() => {});
+        client.destroy();
+      }
+    });
+
+    it("a sink on another server, with the same bucket and prefix, leaves the local copies of this server's uploads", async () => {
+      const [minio, moto] = [s3Config(), s3MotoConfig()];
+      const minioClient = s3Client(minio);
+      try {
+        for (const config of [minio, moto]) {
+          const client = s3Client(config);
+          await ensureBucket(client, shared);
+          made.push(config);
+          client.destroy();
+        }
+        const prefix = unique("out");
+        const spoolDirectory = await spoolRoot();
+        const writerOn = (connection: S3Config) =>
+          new S3RecoverableWriter({ bucket: shared, prefix, connection, spoolDirectory });
+        const ours = writerOn(minio);
+        const sink = new FileTwoPhaseSink<Row>({ writer: ours });
+        await sink.open(sinkContext("ours"));
+        try {
+          await sink.writeBatch(batch([{ id: 1, dir: "" }]));
+          await sink.snapshotState(1);
+          expect(await ours.retained.list()).toHaveLength(1);
+          // The other server's sink finds none of our uploads open there, and cleans up its copies.
+          const theirs = new FileTwoPhaseSink<Row>({ writer: writerOn(moto) });
+          await theirs.open(sinkContext("theirs"));
+          await theirs.close();
+          expect(await ours.retained.list()).toHaveLength(1);
+          // MinIO loses the upload (as when a client dies during its completion): the copy publishes it again.
+          const [upload] = await openUploads(minioClient, shared, `${prefix}/`);
+          await minioClient.send(
+            new AbortMultipartUploadCommand({ Bucket: shared, Key: upload?.key, UploadId: upload?.uploadId }),
+          );
+          await sink.notifyCheckpointComplete(1);
+        } finally {
+          await sink.close();
+        }
+        const keys = await listKeys(minioClient, shared, `${prefix}/`);
+        expect(keys).toHaveLength(1);
+        expect(await readObject(minioClient, shared, keys[0] as string)).toBe('{"id":1,"dir":""}\n');
+      } finally {
+        minioClient.destroy();
+      }
+    });
   });
 });
