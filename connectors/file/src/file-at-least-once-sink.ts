@@ -40,7 +40,7 @@ export class FileAtLeastOnceSink<T> extends FlushingSink<T> {
 
   async open(context: SinkContext): Promise<void> {
     this.ctx = context;
-    await this.writer.open?.();
+    await this.writer.open?.(context.storage);
     this.parts.bindSink(context.sinkId);
     this.checkpointId = (context.restoredCheckpointId ?? 0) + 1;
     this.parts.startNaming();

@@ -50,7 +50,7 @@ export class FileTwoPhaseSink<T> extends TwoPhaseCommitSink<T, FileTransaction> 
   }
 
   protected override async initialize(restored: LingeringContext<FileTransaction>): Promise<void> {
-    await this.writer.open?.();
+    await this.writer.open?.(this.context.storage);
     this.parts.bindSink(restored.sinkId);
   }
 

@@ -1,4 +1,4 @@
-import { ExactlyError } from "@exactly/core";
+import { type CheckpointStorage, ExactlyError } from "@exactly/core";
 
 /**
  * Where part files live. A part is written to a hidden in-progress location, made durable
@@ -86,9 +86,11 @@ export interface RecoverableWriter {
   /**
    * Checks, when the sink opens and before it touches any part, that the storage is there
    * and accepts us; refuses a setting that cannot work with a ConfigurationError naming it
-   * (S3: a bucket that does not exist, credentials the server refuses).
+   * (S3: a bucket that does not exist, credentials the server refuses, a prefix inside the
+   * job's checkpoint location). `checkpoints` is the job's checkpoint storage: no part may be
+   * written among its objects.
    */
-  open?(): Promise<void>;
+  open?(checkpoints?: CheckpointStorage): Promise<void>;
   openPart(part: PartDescriptor): Promise<OpenPart>;
   /** Releases the writer's client (sockets) when the sink closes; it may be opened again. */
   close?(): void | Promise<void>;

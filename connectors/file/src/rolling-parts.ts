@@ -51,11 +51,18 @@ export class RollingParts<T> {
     return this.configuredPrefix ?? requireSafePrefix(`part-${this.sinkId}`);
   }
 
-  /** The subtask index in a part name of this sink, or undefined if the name is not ours. */
+  /**
+   * The subtask index in a part name of this sink, or undefined if the name is not ours: exactly
+   * `<prefix>-<subtask>-<checkpoint>-<n>-<nonce><suffix>`, or the same without the nonce (names
+   * from before it). Not just any name that starts with the prefix: a sink whose prefix extends
+   * ours ("part-s-1" beside "part-s", as the default prefixes of sinks "s-1" and "s" do) has
+   * names with one more field, and its uploads and in-progress files are not ours to remove.
+   */
   subtaskOf(name: string): number | undefined {
     const head = `${this.prefix}-`;
-    if (!name.startsWith(head)) return undefined;
-    const match = /^(\d+)-(\d+)-(\d+)/.exec(name.slice(head.length));
+    if (!name.startsWith(head) || !name.endsWith(this.suffix) || name.length < head.length + this.suffix.length)
+      return undefined;
+    const match = /^(\d+)-\d+-\d+(?:-[0-9a-f]{12})?$/.exec(name.slice(head.length, name.length - this.suffix.length));
     return match ? Number(match[1]) : undefined;
   }
 

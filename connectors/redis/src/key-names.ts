@@ -29,6 +29,19 @@ export function versionKeyOf(key: string): string {
   return hashTag(key) === undefined ? `{${key}}${VERSION_SUFFIX}` : `${key}${VERSION_SUFFIX}`;
 }
 
+/**
+ * The other key whose version key `key`'s would be, or undefined. Version keys are one per key
+ * except here: a key `{X}` whose tag is not X's own (X has no hash tag) has the version key
+ * `{X}:exactly-version`, which is X's too. Under one prefix that takes a prefix of only "{"
+ * (refused); across two sinks, one under "p:" and one under "{p:", any key of the first.
+ */
+export function sharesVersionKeyWith(key: string): string | undefined {
+  if (key.length < 3 || key.charCodeAt(0) !== 123 /* { */ || key.charCodeAt(key.length - 1) !== 125 /* } */)
+    return undefined;
+  const inner = key.slice(1, -1);
+  return hashTag(key) !== undefined && hashTag(inner) === undefined ? inner : undefined;
+}
+
 /** Escapes Redis' glob characters, so a SCAN MATCH pattern built on `text` matches it literally. */
 export function globEscape(text: string): string {
   return text.replace(/[*?[\]\\]/g, "\\$&");

@@ -13,7 +13,7 @@ import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-
 import { fencedError, raiseFences, UpsertFences } from "./fences.ts";
 import { InFlight } from "./in-flight.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";
-import { ReservedNames, versionKeyOf } from "./key-names.ts";
+import { ReservedNames, sharesVersionKeyWith, versionKeyOf } from "./key-names.ts";
 import type { RedisSinkCommonOptions } from "./options.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "./redis-connection.ts";
 import { checkDurability } from "./startup-checks.ts";
@@ -73,6 +73,8 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
   private readonly writesPerCall: number;
   private readonly acceptLossy: boolean;
   private readonly reservedNames: ReservedNames;
+  /** Whether a key under the prefix can start with "{", and so share another key's version key. */
+  private readonly braced: boolean;
   /** The server's `proto-max-bulk-len`, read at open. */
   private maxBulkBytes = DEFAULT_MAX_BULK_BYTES;
   private connection: RedisConnection | undefined;
@@ -93,6 +95,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
         `"${options.keyPrefix}" (only "{") would give two keys one version key`,
       );
     this.reservedNames = new ReservedNames(options.keyPrefix);
+    this.braced = options.keyPrefix.startsWith("{");
     this.keyPrefix = options.keyPrefix;
     this.keyOfRecord = options.key;
     this.versionOfRecord = options.version;
@@ -145,6 +148,7 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
       // A version key (or another sink's marker) is no record's key: checked before anything is sent.
       const reserved = this.reservedNames.check(write.key);
       if (reserved !== undefined) throw new RecordWriteError(write.position, new Error(reserved));
+      if (this.braced) this.refuseSharedVersionKey(write);
       const seen = latest.get(write.key);
       if (!seen || write.version >= seen.version) latest.set(write.key, write);
     }
@@ -186,6 +190,22 @@ export class RedisUpsertSink<T> extends IdempotentSink<T> {
     });
     // Waits only while too many flushes are out; throws the first one refused.
     await this.inFlight.add(sent);
+  }
+
+  /**
+   * Refuses a key whose version key is another key's: that key's later writes would be
+   * compared with this record's version (a sink under "p:" and one under "{p:", see `key-names.ts`).
+   */
+  private refuseSharedVersionKey(write: Upsert<T>): void {
+    const key = this.keyPrefix + write.key;
+    const other = sharesVersionKeyWith(key);
+    if (other === undefined) return;
+    throw new RecordWriteError(
+      write.position,
+      new Error(
+        `key ${JSON.stringify(key)} would share its version key ${JSON.stringify(versionKeyOf(key))} with the key ${JSON.stringify(other)}, which a sink under a prefix without the leading "{" writes`,
+      ),
+    );
   }
 
   override async snapshotState(checkpointId: number): Promise<Record<string, never>> {

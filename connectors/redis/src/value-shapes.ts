@@ -3,9 +3,12 @@
  * or fields of a hash (HSET: the record's fields are set, other fields of the hash stay).
  * Values are strings or finite numbers (hash fields also booleans): Redis would store NaN or
  * Infinity as that text, so they are refused, and so are strings with a lone surrogate (see
- * `strings.ts`). A JSON document is `JSON.stringify`'s text, which escapes lone surrogates.
+ * `strings.ts`). A JSON document is `JSON.stringify`'s text, refused where that would store a
+ * value changed (`json-documents.ts`); it escapes lone surrogates, so those are kept.
+ * docs/connectors/redis.md has a table of what each shape does with every kind of value.
  */
 import { ConfigurationError } from "@exactly/core";
+import { jsonDocument } from "./json-documents.ts";
 import { hasUtf8Form, NO_UTF8_FORM } from "./strings.ts";
 
 export type ValueShape<T> =
@@ -39,11 +42,7 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
       const of = value.of ?? ((record: T) => record);
       return {
         script: "string",
-        encode: (record) => {
-          const json = JSON.stringify(of(record));
-          if (json === undefined) throw new Error("the value has no JSON form");
-          return [json];
-        },
+        encode: (record) => [jsonDocument(of(record))],
       };
     }
     case "hash": {
@@ -52,7 +51,7 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
         script: "hash",
         encode: (record) => {
           const args: (string | number)[] = [];
-          for (const [field, v] of Object.entries(fields(record))) {
+          for (const [field, v] of Object.entries(fieldsObject(fields(record)))) {
             if (typeof v !== "string" && typeof v !== "boolean" && !(typeof v === "number" && Number.isFinite(v)))
               throw new Error(`field ${JSON.stringify(field)}: ${String(v)} is not a string, finite number or boolean`);
             if (!hasUtf8Form(field) || (typeof v === "string" && !hasUtf8Form(v)))
@@ -67,4 +66,27 @@ export function compileShape<T>(value: ValueShape<T>, setting = "value"): Compil
     default:
       throw new ConfigurationError(`${setting}.shape`, 'must be "string", "json" or "hash"');
   }
+}
+
+/**
+ * The fields of a hash: an object's own properties. An array, a Buffer or a typed array would
+ * give fields "0", "1", … of its elements, and a Map or Set none: refused, as not what was meant.
+ */
+function fieldsObject(fields: unknown): object {
+  if (typeof fields === "object" && fields !== null) {
+    const kind = Array.isArray(fields)
+      ? "an array"
+      : Buffer.isBuffer(fields)
+        ? "a Buffer"
+        : ArrayBuffer.isView(fields)
+          ? `a ${fields.constructor.name}`
+          : fields instanceof Map
+            ? "a Map"
+            : fields instanceof Set
+              ? "a Set"
+              : undefined;
+    if (kind === undefined) return fields;
+    throw new Error(`fields (${kind}) are not an object of fields`);
+  }
+  throw new Error(`fields (${fields === null ? "null" : `a ${typeof fields}`}) are not an object of fields`);
 }

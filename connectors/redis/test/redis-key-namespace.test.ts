@@ -1,8 +1,9 @@
 // The names the Redis sinks keep for their own bookkeeping are out of reach of records: a
 // record key ending in `:exactly-version` (an upsert version key's suffix) or holding
 // `exactly-wal:` (the write-ahead markers' namespace) fails the job naming its position, before
-// anything of its flush or checkpoint is applied; a key prefix with glob characters deletes
-// only its own markers at a fresh start.
+// anything of its flush or checkpoint is applied; an upsert key whose version key is another
+// sink's (one under "{p:" beside one under "p:") fails the same way; a key prefix with glob
+// characters deletes only its own markers at a fresh start.
 
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -99,6 +100,74 @@ describe("I8: upsert: version keys are out of reach of record keys", () => {
       await sink.close();
     }
     await withRedis(redisUrl(), async (client) => expect(await keysUnder(client, prefix)).toEqual([]));
+  });
+
+  it("a record key whose version key is another sink's (under a prefix that adds a '{') fails naming its position", async () => {
+    // Sink A keeps "<a>x" (no hash tag) with its version at "{<a>x}:exactly-version". Sink B,
+    // under "{<a>", writes the key "{<a>x}" (tag "<a>x"), whose version key is the same name:
+    // B's version would set A's, and A's later writes would be dropped as older.
+    const a = prefixFor("upsert-shared-version");
+    const b = `{${a}`;
+    expect(versionKeyOf(`${b}x}`)).toBe(versionKeyOf(`${a}x`));
+    const upsert = (keyPrefix: string, name: string) =>
+      new RedisUpsertSink<Row>({
+        connection: redisUrl(),
+        keyPrefix,
+        key: (r) => r.key,
+        version: (r) => r.id,
+        value: { shape: "string", of: (r) => `${name}${r.id}` },
+      });
+    const sinkA = upsert(a, "a");
+    const sinkB = upsert(b, "b");
+    await sinkA.open(sinkContext("upsert-a"));
+    await sinkB.open(sinkContext("upsert-b"));
+    try {
+      await sinkA.writeBatch(batch([{ id: 1, key: "x" }]));
+      await sinkA.snapshotState(1);
+      await sinkB.writeBatch(batch([{ id: 1000, key: "x}" }]));
+      const error = await rejection(sinkB.snapshotState(1));
+      expect(error).toBeInstanceOf(RecordWriteError);
+      expect((error as RecordWriteError).position).toEqual(at(1000));
+      expect((error as Error).message).toContain(JSON.stringify(`${a}x`));
+      await sinkA.writeBatch(batch([{ id: 2, key: "x" }]));
+      await sinkA.snapshotState(2);
+    } finally {
+      await sinkA.close();
+      await sinkB.close();
+    }
+    await withRedis(redisUrl(), async (client) => {
+      expect(await client.get(`${a}x`)).toBe("a2");
+      expect(await client.get(versionKeyOf(`${a}x`))).toBe("2");
+      expect(await client.exists(`${b}x}`)).toBe(0);
+    });
+  });
+
+  it("a key with a hash tag of its own under such a prefix is written as usual", async () => {
+    const a = prefixFor("upsert-own-tag");
+    const sink = new RedisUpsertSink<Row>({
+      connection: redisUrl(),
+      keyPrefix: `{${a}`,
+      key: (r) => r.key,
+      version: (r) => r.id,
+      value: { shape: "string", of: (r) => `v${r.id}` },
+    });
+    await sink.open(sinkContext("upsert-own-tag"));
+    try {
+      // "{<a>}x" and "{<a>x}y" end in no "}", and "{<a>{t}}" is "{" + a key with a tag of its own.
+      await sink.writeBatch(
+        batch([
+          { id: 1, key: "}x" },
+          { id: 2, key: "x}y" },
+          { id: 3, key: "{t}}" },
+        ]),
+      );
+      await sink.snapshotState(1);
+    } finally {
+      await sink.close();
+    }
+    await withRedis(redisUrl(), async (client) => {
+      expect(await client.mget(`{${a}}x`, `{${a}x}y`, `{${a}{t}}`)).toEqual(["v1", "v2", "v3"]);
+    });
   });
 
   it("a key prefix of only '{' is refused, naming keyPrefix: two keys under it would share one version key", () => {

@@ -27,6 +27,7 @@ import {
   loadCheckpoint,
   loadLatest,
   METADATA,
+  ShardCheckpointStorage,
 } from "@exactly/core/internal";
 import { S3ConditionalRecord } from "./s3-conditional-record.ts";
 import {
@@ -51,6 +52,32 @@ export interface S3CheckpointStorageOptions {
   readonly connection?: S3ConnectionOptions;
   /** How many completed checkpoints to keep; older ones are deleted. Default 3. */
   readonly retained?: number;
+}
+
+/** Where an S3 checkpoint location is: its server (undefined: AWS), bucket and key prefix. */
+export interface S3Location {
+  readonly endpoint: string | undefined;
+  readonly bucket: string;
+  readonly prefix: string;
+}
+
+/**
+ * Where the job's checkpoints are, when they are on S3: for an S3 sink, which must keep its
+ * keys out of them. A sharded job's storage keeps its write-ahead logs at the location's root,
+ * so its log store says where that is; any other storage is not on S3.
+ */
+export function s3LocationOf(storage: CheckpointStorage | undefined): S3Location | undefined {
+  if (storage instanceof S3CheckpointStorage) return storage.where;
+  if (storage instanceof ShardCheckpointStorage) {
+    const logs = storage.logStore("");
+    return logs instanceof S3LogStore ? logs.where : undefined;
+  }
+  return undefined;
+}
+
+/** The location's URL, as messages name it. */
+export function s3LocationUrl(location: S3Location): string {
+  return `s3://${location.bucket}${location.prefix === "" ? "" : `/${location.prefix}`}`;
 }
 
 /**
@@ -103,6 +130,10 @@ export class S3CheckpointStorage implements CheckpointStorage {
   get client(): S3Client {
     this.s3 ??= createS3Client(this.connection);
     return this.s3;
+  }
+
+  get where(): S3Location {
+    return { endpoint: this.connection.endpoint, bucket: this.bucket, prefix: this.prefix };
   }
 
   /** Ends the client's sockets; the storage makes a new client if it is used again. */
@@ -390,6 +421,11 @@ class S3LogStore implements LogStore {
   constructor(storage: S3CheckpointStorage, base: string) {
     this.storage = storage;
     this.base = base;
+  }
+
+  /** The location whose logs these are. */
+  get where(): S3Location {
+    return this.storage.where;
   }
 
   private nameKey(name: string): string {

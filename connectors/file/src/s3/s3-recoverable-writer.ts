@@ -12,7 +12,7 @@ import {
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
+import { type CheckpointStorage, ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
 import { reachFault } from "@exactly/core/faults";
 import { writeAll } from "@exactly/core/internal";
 import { UnsafeBucketPathError } from "../bucket-assigner.ts";
@@ -25,6 +25,7 @@ import {
   PartLostError,
   type RecoverableWriter,
 } from "../recoverable-writer.ts";
+import { s3LocationOf, s3LocationUrl } from "./s3-checkpoint-storage.ts";
 import {
   createS3Client,
   httpStatus,
@@ -100,6 +101,8 @@ export class S3RecoverableWriter implements RecoverableWriter {
   /** Local copies of uploaded parts, until their upload is completed or aborted. */
   readonly retained: RetainedParts;
   private readonly listing: S3Prefix;
+  /** The job's checkpoint location when it is in our bucket on our server: `<its prefix>/`, which no part key may start with. */
+  private checkpoints: { readonly base: string; readonly url: string } | undefined;
 
   constructor(options: S3WriterOptions) {
     if (typeof options.bucket !== "string" || options.bucket === "") {
@@ -116,7 +119,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.spoolRoot = options.spoolDirectory ?? defaultSpoolRoot();
     this.spoolConfigured = options.spoolDirectory !== undefined;
     this.slots = new UploadSlots(this.uploadConcurrency);
-    this.retained = new RetainedParts(this.spoolRoot, this.bucket, this.prefix, () => this.spool());
+    this.retained = new RetainedParts(this.spoolRoot, this.connection.endpoint, this.bucket, this.prefix, () =>
+      this.spool(),
+    );
     this.listing = new S3Prefix({ bucket: this.bucket, prefix: this.prefix, client: () => this.client });
   }
 
@@ -132,7 +137,8 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * they could pass. The refusal keeps only the server's error name and request id: the SDK's
    * error is not kept as the cause, so nothing of the request can reach a log.
    */
-  async open(): Promise<void> {
+  async open(checkpoints?: CheckpointStorage): Promise<void> {
+    this.keepOutOf(checkpoints);
     try {
       await this.client.send(
         new ListObjectsV2Command({
@@ -161,6 +167,29 @@ export class S3RecoverableWriter implements RecoverableWriter {
     }
   }
 
+  /**
+   * Keeps part keys out of the job's checkpoint location on this server and bucket (I8): its
+   * `chk-<id>/` folders, write-ahead logs (`logs/`), shard folders, leases, heads and layout
+   * are the runtime's, which reads whatever lies under them (a part in `logs/<sink>/<log>/`
+   * would be read as log lines, one in `chk-9/` would push checkpoint ids to 9) and deletes
+   * checkpoint and epoch folders it is done with, our parts with them. A prefix inside the
+   * location is refused now; below ours, a part's bucket directories must not lead into it.
+   */
+  private keepOutOf(storage: CheckpointStorage | undefined): void {
+    this.checkpoints = undefined;
+    const location = s3LocationOf(storage);
+    if (!location || location.bucket !== this.bucket || !sameEndpoint(location.endpoint, this.connection.endpoint))
+      return;
+    const url = s3LocationUrl(location);
+    if (location.prefix === "" || this.prefix === location.prefix || this.prefix.startsWith(`${location.prefix}/`)) {
+      throw new ConfigurationError(
+        "prefix",
+        `${JSON.stringify(this.prefix)} puts the sink's parts inside the job's checkpoint location ${url}: its objects (checkpoints, write-ahead logs, shard leases and heads) are the runtime's, which reads what lies among them and deletes folders it is done with; give the sink a prefix outside it`,
+      );
+    }
+    this.checkpoints = { base: `${location.prefix}/`, url };
+  }
+
   spool(): Promise<string> {
     this.spoolDir ??= createSpoolDirectory(this.spoolRoot, { configured: this.spoolConfigured });
     return this.spoolDir;
@@ -180,6 +209,12 @@ export class S3RecoverableWriter implements RecoverableWriter {
     // S3 takes keys of up to 1024 bytes; a longer one would fail at the upload without naming the record.
     if (Buffer.byteLength(key) > MAX_KEY_BYTES) {
       throw new UnsafeBucketPathError(part.bucket, `makes the key longer than S3's ${MAX_KEY_BYTES} bytes`);
+    }
+    if (this.checkpoints && key.startsWith(this.checkpoints.base)) {
+      throw new UnsafeBucketPathError(
+        part.bucket,
+        `puts the part inside the job's checkpoint location ${this.checkpoints.url}`,
+      );
     }
     // A visible part (at-least-once) must never replace output a crashed run published.
     if (part.visible && (await this.head(this.bucket, key))) {
@@ -482,6 +517,15 @@ export class S3RecoverableWriter implements RecoverableWriter {
     this.s3?.destroy();
     this.s3 = undefined;
   }
+}
+
+/**
+ * Whether two configurations name one server: the same endpoint, or both none (AWS). Two
+ * spellings of one server ("localhost", "127.0.0.1") count as two, which only ever leaves a
+ * check undone, never refuses what is allowed.
+ */
+export function sameEndpoint(a: string | undefined, b: string | undefined): boolean {
+  return (a?.replace(/\/+$/, "") ?? "") === (b?.replace(/\/+$/, "") ?? "");
 }
 
 /** How long a recommit waits for an object whose upload lacks parts (a completion under way elsewhere). */

@@ -83,10 +83,13 @@ export async function createSpoolDirectory(root: string, { configured }: { confi
 
 /**
  * Copies of the parts an open upload was given, kept on local disk until the upload is
- * completed or aborted, under `<root>/retained/<bucket and prefix hash>/`, which outlives
- * the process. They are needed only when the server lost parts of an upload that is still
- * open: MinIO removes the parts' metadata before it publishes the object, so a client that
- * dies during its completion can leave the upload open without its parts. A recommit then
+ * completed or aborted, under `<root>/retained/<server, bucket and prefix hash>/`, which
+ * outlives the process. A sink sweeps the copies of its folder whose uploads its server no
+ * longer lists, so the folder is one server's: a sink of the same bucket and prefix on
+ * another server lists none of this server's uploads, and would sweep every copy. The copies
+ * are needed only when the server lost parts of an upload that is still open: MinIO removes
+ * the parts' metadata before it publishes the object, so a client that dies during its
+ * completion can leave the upload open without its parts. A recommit then
  * uploads the missing parts again from here and checks that each gets the ETag the
  * checkpoint lists (the same bytes). What this costs: the disk of the part files not yet
  * committed, about a checkpoint interval's data.
@@ -97,8 +100,16 @@ export class RetainedParts {
   /** Resolves once the spool root has passed its checks (and our spool directory is made). */
   private readonly rootChecked: () => Promise<unknown>;
 
-  constructor(root: string, bucket: string, prefix: string, rootChecked: () => Promise<unknown>) {
-    const scope = createHash("sha256").update(`${bucket}\0${prefix}`).digest("hex").slice(0, 16);
+  constructor(
+    root: string,
+    endpoint: string | undefined,
+    bucket: string,
+    prefix: string,
+    rootChecked: () => Promise<unknown>,
+  ) {
+    // Without an endpoint (AWS) the folder is the one it was before servers were told apart.
+    const server = endpoint === undefined ? "" : `${endpoint.replace(/\/+$/, "")}\0`;
+    const scope = createHash("sha256").update(`${server}${bucket}\0${prefix}`).digest("hex").slice(0, 16);
     this.dir = join(root, "retained", scope);
     this.rootChecked = rootChecked;
   }

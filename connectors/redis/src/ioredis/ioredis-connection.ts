@@ -9,6 +9,7 @@ import calculateSlot from "cluster-key-slot";
 import { Cluster, type ClusterNode, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { SCRIPTS, type ScriptName } from "../lua/scripts.ts";
 import type { RedisConnect, RedisConnection, ScriptCall } from "../redis-connection.ts";
+import { endpointsOf, networkErrorOf, unreachableCluster, unreachableError } from "./unreachable.ts";
 
 /** A Redis Cluster: some of its nodes (the client learns the others), and ioredis' cluster options. */
 export interface RedisClusterConnection {
@@ -339,11 +340,13 @@ async function openIoredis(options: RedisConnectionOptions, purpose: string): Pr
   }
   for (const [name, lua] of Object.entries(SCRIPTS)) client.defineCommand(name, { lua });
   // Errors reach the caller through its commands; an unhandled 'error' event would end the
-  // process. A refused login is reported only this way (the connect itself fails with
-  // "Connection is closed"), so it is kept.
+  // process. A refused login, a refused port and an unknown host are reported only this way
+  // (the connect itself fails with "Connection is closed"), so the first of each is kept.
   let refused: string | undefined;
+  let unreachable: ReturnType<typeof networkErrorOf>;
   client.on("error", (error: unknown) => {
     refused ??= refusedCredentials(error);
+    unreachable ??= networkErrorOf(error);
   });
   try {
     await client.connect();
@@ -357,7 +360,25 @@ async function openIoredis(options: RedisConnectionOptions, purpose: string): Pr
       throw malformedUrl(error);
     const reply = refused ?? refusedCredentials(error);
     if (reply !== undefined) throw credentialsError(reply);
-    throw translate(error);
+    throw (await whyUnreachable(client, options, unreachable ?? networkErrorOf(error))) ?? translate(error);
   }
   return new IoredisConnection(client);
+}
+
+/** Why the first connection failed when it is the network (a refused port, an unknown host), naming host and port. */
+async function whyUnreachable(
+  client: Redis | Cluster,
+  options: RedisConnectionOptions,
+  network: ReturnType<typeof networkErrorOf>,
+): Promise<Error | undefined> {
+  if (!isCluster(options)) {
+    if (!network || !(client instanceof Redis)) return undefined;
+    const { host, port, path } = client.options;
+    return unreachableError({ host: host ?? "localhost", port: port ?? 6379, ...(path ? { path } : {}) }, network);
+  }
+  const nodes = endpointsOf(options.clusterNodes);
+  // The startup nodes' names are resolved before any connection: an unknown one fails the connect with its hostname.
+  const named = network?.hostname === undefined ? undefined : nodes.find((node) => node.host === network.hostname);
+  if (network && named) return unreachableError(named, network);
+  return unreachableCluster(nodes);
 }
