@@ -12,7 +12,7 @@ interface Order {
 
 const count = Number(process.argv[2] ?? 10_000);
 const topic = process.env.ORDERS_TOPIC ?? "orders";
-const checkpoint = { storage: "./checkpoints", intervalMs: 500, timeoutMs: 30_000 };
+const checkpoint = { storage: "./checkpoints/orders-to-kafka", intervalMs: 500, timeoutMs: 30_000 };
 const job = new StreamJob({ name: "orders-to-kafka", checkpoint });
 const orders = job.fromSource(
   new GeneratorSource<Order>({ name: "orders", count, generate: (id) => ({ id, customer: `c${id % 100}` }) }),

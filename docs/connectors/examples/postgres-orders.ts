@@ -14,7 +14,10 @@ interface Order {
 }
 
 const count = Number(process.argv[2] ?? 10_000);
-const job = new StreamJob({ name: "orders-to-postgres", checkpoint: { storage: "./checkpoints", intervalMs: 500 } });
+const job = new StreamJob({
+  name: "orders-to-postgres",
+  checkpoint: { storage: "./checkpoints/orders-to-postgres", intervalMs: 500 },
+});
 const orders = job.fromSource(
   new GeneratorSource<Order>({
     name: "orders",

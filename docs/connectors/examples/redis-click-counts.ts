@@ -11,7 +11,10 @@ interface Click {
 }
 
 const count = Number(process.argv[2] ?? 10_000);
-const job = new StreamJob({ name: "click-counts", checkpoint: { storage: "./checkpoints", intervalMs: 500 } });
+const job = new StreamJob({
+  name: "click-counts",
+  checkpoint: { storage: "./checkpoints/click-counts", intervalMs: 500 },
+});
 const clicks = job.fromSource(
   new GeneratorSource<Click>({ name: "clicks", count, generate: (i) => ({ page: `/p${i % 10}`, user: `u${i}` }) }),
 );

@@ -12,7 +12,10 @@ interface Order {
 }
 
 const count = Number(process.argv[2] ?? 10_000);
-const job = new StreamJob({ name: "latest-order", checkpoint: { storage: "./checkpoints", intervalMs: 500 } });
+const job = new StreamJob({
+  name: "latest-order",
+  checkpoint: { storage: "./checkpoints/latest-order", intervalMs: 500 },
+});
 const orders = job.fromSource(
   new GeneratorSource<Order>({
     name: "orders",
