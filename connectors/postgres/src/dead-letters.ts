@@ -9,7 +9,7 @@
  * about the row. Off by default: without it the first bad row fails the job.
  */
 import type { RecordPosition } from "@exactly/core";
-import { ensureTable } from "./bookkeeping.ts";
+import { ensureTable, refuseOwnTable } from "./bookkeeping.ts";
 import { RowRejectedError } from "./errors.ts";
 import { type PostgresConnection, ServerError } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
@@ -68,21 +68,27 @@ export function encodingDeadLetter(position: RecordPosition | undefined, record:
 
 export class DeadLetterTable {
   readonly schema: string;
+  readonly table: string;
   readonly qualified: string;
 
   constructor(options: DeadLetterOptions, defaultSchema: string) {
     this.schema = options.schema ?? defaultSchema;
+    this.table = options.table;
     this.qualified = qualifiedName(this.schema, options.table);
   }
 
-  ensure(connection: PostgresConnection): Promise<void> {
-    return ensureTable(
-      connection,
-      this.schema,
-      this.qualified,
-      `sink text NOT NULL, subtask integer NOT NULL, source_position jsonb, sqlstate text, column_name text,
+  /**
+   * Creates the table if missing. One that exists must not be one of the sinks' own tables
+   * (I8): checked here, when the sink opens, refused naming `deadLetter.table`.
+   */
+  async ensure(connection: PostgresConnection): Promise<void> {
+    await ensureTable(connection, {
+      schema: this.schema,
+      table: this.table,
+      definition: `sink text NOT NULL, subtask integer NOT NULL, source_position jsonb, sqlstate text, column_name text,
        error text NOT NULL, row_values jsonb, record jsonb, failed_at timestamptz NOT NULL DEFAULT now()`,
-    );
+    });
+    await refuseOwnTable(connection, "deadLetter.table", this.qualified);
   }
 
   /** Inside the transaction of the rows they were set aside from: one statement for all of them. */

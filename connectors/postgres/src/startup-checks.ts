@@ -5,13 +5,17 @@
  */
 import { createHash } from "node:crypto";
 import { ConfigurationError } from "@exactly/core";
+import { refuseOwnTable } from "./bookkeeping.ts";
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { otherDatabasesUsing } from "./prepared-transactions.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The table exists, has every mapped column, and for upserts a unique index on exactly the key. */
+/**
+ * The table exists, is none of the sinks' own tables (I8), has every mapped column, and for
+ * upserts a unique index on exactly the key.
+ */
 export async function checkTable<T>(connection: PostgresConnection, mapping: CompiledMapping<T>): Promise<void> {
   const table = mapping.qualifiedTable;
   const { rows: found } = await connection.query(
@@ -21,6 +25,7 @@ export async function checkTable<T>(connection: PostgresConnection, mapping: Com
   if (found[0]?.found !== true) {
     throw new ConfigurationError("table.table", `table ${table} does not exist in database ${found[0]?.database}`);
   }
+  await refuseOwnTable(connection, "table", table);
   const { rows: columns } = await connection.query(
     "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
     [table],
