@@ -21,7 +21,8 @@
  */
 import { ConfigurationError } from "@exactly/core";
 import type { PostgresConnection } from "./postgres-connection.ts";
-import { qualifiedName, quoteIdentifier, quoteLiteral, readableName } from "./sql.ts";
+import { type NeededPrivilege, requirePrivileges, requireSchema } from "./privileges.ts";
+import { qualifiedName, quoteIdentifier, quoteLiteral, readableIdentifier, readableName } from "./sql.ts";
 
 export const MARKER_TABLE = "exactly_prepared_markers";
 export const PROGRESS_TABLE = "exactly_progress";
@@ -41,6 +42,8 @@ export interface OwnTable {
   /** Its columns and their types as `format_type` gives them, as every version created them. */
   readonly columns: Readonly<Record<string, string>>;
   readonly primaryKey: readonly string[];
+  /** What the sinks' statements on it take. */
+  readonly privileges: readonly NeededPrivilege[];
 }
 
 const TIMESTAMPTZ = "timestamp with time zone";
@@ -54,6 +57,11 @@ export const OWN_TABLES: Readonly<Record<OwnTable["kind"], OwnTable>> = {
       "gid text PRIMARY KEY, sink text NOT NULL, subtask integer NOT NULL, checkpoint bigint NOT NULL, prepared_at timestamptz NOT NULL DEFAULT now()",
     columns: { gid: "text", sink: "text", subtask: "integer", checkpoint: "bigint", prepared_at: TIMESTAMPTZ },
     primaryKey: ["gid"],
+    privileges: [
+      { privilege: "SELECT", columns: ["gid", "sink", "subtask", "checkpoint"] },
+      { privilege: "INSERT", columns: ["gid", "sink", "subtask", "checkpoint"] },
+      { privilege: "DELETE" },
+    ],
   },
   progress: {
     kind: "progress",
@@ -63,6 +71,13 @@ export const OWN_TABLES: Readonly<Record<OwnTable["kind"], OwnTable>> = {
       "sink text NOT NULL, subtask integer NOT NULL, checkpoint bigint NOT NULL, committed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (sink, subtask)",
     columns: { sink: "text", subtask: "integer", checkpoint: "bigint", committed_at: TIMESTAMPTZ },
     primaryKey: ["sink", "subtask"],
+    privileges: [
+      { privilege: "SELECT", columns: ["sink", "subtask", "checkpoint"] },
+      { privilege: "INSERT", columns: ["sink", "subtask", "checkpoint"] },
+      // Also what `SELECT … FOR UPDATE` takes.
+      { privilege: "UPDATE", columns: ["checkpoint", "committed_at"] },
+      { privilege: "DELETE" },
+    ],
   },
   fences: {
     kind: "fences",
@@ -72,6 +87,12 @@ export const OWN_TABLES: Readonly<Record<OwnTable["kind"], OwnTable>> = {
       "sink text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL, raised_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (sink, subtask)",
     columns: { sink: "text", subtask: "integer", epoch: "bigint", raised_at: TIMESTAMPTZ },
     primaryKey: ["sink", "subtask"],
+    privileges: [
+      { privilege: "SELECT", columns: ["sink", "subtask", "epoch"] },
+      { privilege: "INSERT", columns: ["sink", "subtask", "epoch"] },
+      // Also what `SELECT … FOR SHARE` takes.
+      { privilege: "UPDATE", columns: ["epoch", "raised_at"] },
+    ],
   },
   records: {
     kind: "records",
@@ -80,6 +101,11 @@ export const OWN_TABLES: Readonly<Record<OwnTable["kind"], OwnTable>> = {
     definition: "name text PRIMARY KEY, version bigint NOT NULL, value jsonb NOT NULL",
     columns: { name: "text", version: "bigint", value: "jsonb" },
     primaryKey: ["name"],
+    privileges: [
+      { privilege: "SELECT", columns: ["name", "version", "value"] },
+      { privilege: "INSERT", columns: ["name", "version", "value"] },
+      { privilege: "UPDATE", columns: ["version", "value"] },
+    ],
   },
 };
 
@@ -104,15 +130,21 @@ export interface TableToEnsure {
   readonly definition: string;
   /** `COMMENT ON TABLE` once created. */
   readonly comment?: string;
+  /** The setting that names the schema or table, for an error about the role's rights. */
+  readonly setting: string;
 }
 
 /**
- * Creates a table (and its schema) if missing; checks first, so a user without CREATE rights
- * can use tables made for them.
+ * Creates a table (and its schema) if missing; checks first, so a role without CREATE rights
+ * can use tables made for it. A role that may not use the schema, or would have to create
+ * and may not, is refused naming `setting` and the privilege.
  */
 export async function ensureTable(connection: PostgresConnection, spec: TableToEnsure): Promise<void> {
   const table = qualifiedName(spec.schema, spec.table);
-  if (await tableExists(connection, table)) return;
+  const options = { readableSchema: readableIdentifier(spec.schema) };
+  if ((await requireSchema(connection, spec.setting, spec.schema, options)) && (await tableExists(connection, table)))
+    return;
+  await requireSchema(connection, spec.setting, spec.schema, { ...options, create: true });
   await connection.query("BEGIN");
   try {
     await connection.query(DDL_LOCK);
@@ -140,15 +172,30 @@ export async function ensureTable(connection: PostgresConnection, spec: TableToE
 
 /**
  * One of the sinks' own tables in `schema` (under `name`, for lease records), created if
- * missing, with the comment that says what it is.
+ * missing, with the comment that says what it is; refuses, naming `setting`, if the role
+ * lacks a privilege the sinks' statements on it take.
  */
-export function ensureOwnTable(
+export async function ensureOwnTable(
   connection: PostgresConnection,
   own: OwnTable,
   schema: string,
+  setting: string,
   name = own.name,
 ): Promise<void> {
-  return ensureTable(connection, { schema, table: name, definition: own.definition, comment: ownTableComment(own) });
+  await ensureTable(connection, {
+    schema,
+    table: name,
+    definition: own.definition,
+    comment: ownTableComment(own),
+    setting,
+  });
+  await requirePrivileges(connection, {
+    setting,
+    table: qualifiedName(schema, name),
+    readable: readableName(schema, name),
+    purpose: "keep its bookkeeping",
+    privileges: own.privileges,
+  });
 }
 
 /** Which of the sinks' own tables a table is, by its comment or its columns and key. */
@@ -219,11 +266,11 @@ export class Bookkeeping {
   }
 
   ensureMarkers(connection: PostgresConnection): Promise<void> {
-    return ensureOwnTable(connection, OWN_TABLES.markers, this.schema);
+    return ensureOwnTable(connection, OWN_TABLES.markers, this.schema, "bookkeepingSchema");
   }
 
   ensureProgress(connection: PostgresConnection): Promise<void> {
-    return ensureOwnTable(connection, OWN_TABLES.progress, this.schema);
+    return ensureOwnTable(connection, OWN_TABLES.progress, this.schema, "bookkeepingSchema");
   }
 
   /** Inside a prepared transaction: the marker that settles it after a crash. */

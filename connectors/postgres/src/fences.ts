@@ -46,7 +46,7 @@ export class SinkFences {
   }
 
   ensure(connection: PostgresConnection): Promise<void> {
-    return ensureOwnTable(connection, OWN_TABLES.fences, this.schema);
+    return ensureOwnTable(connection, OWN_TABLES.fences, this.schema, "bookkeepingSchema");
   }
 
   /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already. */

@@ -114,7 +114,7 @@ export class PostgresConditionalRecord<T> implements ConditionalRecord<T> {
   private async open(): Promise<PostgresConnection> {
     const connection = await this.connect("conditional-record");
     try {
-      await ensureOwnTable(connection, OWN_TABLES.records, this.schema, this.tableName);
+      await ensureOwnTable(connection, OWN_TABLES.records, this.schema, "schema", this.tableName);
       return connection;
     } catch (error) {
       await connection.close();

@@ -8,16 +8,20 @@ import { ConfigurationError } from "@exactly/core";
 import { refuseOwnTable } from "./bookkeeping.ts";
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { otherDatabasesUsing } from "./prepared-transactions.ts";
+import { mappingNeeds, requirePrivileges, requireSchema } from "./privileges.ts";
+import { readableIdentifier } from "./sql.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The table exists, is none of the sinks' own tables (I8), has every mapped column, and for
- * upserts a unique index on exactly the key.
+ * The table exists, is none of the sinks' own tables (I8), has every mapped column, for
+ * upserts a unique index on exactly the key, and the role may write it.
  */
 export async function checkTable<T>(connection: PostgresConnection, mapping: CompiledMapping<T>): Promise<void> {
   const table = mapping.qualifiedTable;
+  // Before any lookup by name: one in a schema the role may not use fails with 42501.
+  await requireSchema(connection, "table", mapping.schema, { readableSchema: readableIdentifier(mapping.schema) });
   const { rows: found } = await connection.query(
     "SELECT to_regclass($1) IS NOT NULL AS found, current_database() AS database",
     [table],
@@ -36,6 +40,7 @@ export async function checkTable<T>(connection: PostgresConnection, mapping: Com
       throw new ConfigurationError("table.columns", `column ${JSON.stringify(column.name)} does not exist in ${table}`);
     }
   }
+  await requirePrivileges(connection, mappingNeeds(mapping));
   if (!mapping.keyColumns) return;
   const key = mapping.keyColumns.map((i) => mapping.columns[i]?.name as string);
   const { rows: indexes } = await connection.query(
