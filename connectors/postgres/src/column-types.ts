@@ -132,11 +132,15 @@ function isLossyObject(v: object): boolean {
 
 /**
  * JSON.stringify's replacer: bigints become strings; what stringify would change without a
- * word (NaN and Infinity to null, a Map or Set to `{}`, a function or `undefined` in an array to
- * null, a function in an object dropped) is refused instead. An `undefined` property is
- * left out, as absent. Called with the holder as `this`.
+ * word (NaN and Infinity to null, an invalid Date to null, a Map or Set to `{}`, a function or
+ * `undefined` in an array to null, a function in an object dropped) is refused instead. An
+ * `undefined` property is left out, as absent. Called with the holder as `this`.
  */
-function jsonReplacer(this: unknown, _key: string, v: unknown): unknown {
+function jsonReplacer(this: unknown, key: string, v: unknown): unknown {
+  // A Date reaches the replacer as what its toJSON gave: null for an invalid one. Only then is
+  // the holder's own value looked at.
+  if (v === null && (this as Record<string, unknown>)[key] instanceof Date)
+    throw new ChangedInJson("an invalid Date has no JSON form (it would be stored as null)");
   switch (typeof v) {
     case "string":
     case "boolean":

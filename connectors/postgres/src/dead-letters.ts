@@ -9,10 +9,11 @@
  * about the row. Off by default: without it the first bad row fails the job.
  */
 import type { RecordPosition } from "@exactly/core";
-import { ensureTable } from "./bookkeeping.ts";
+import { ensureTable, refuseOwnTable } from "./bookkeeping.ts";
 import { RowRejectedError } from "./errors.ts";
 import { type PostgresConnection, ServerError } from "./postgres-connection.ts";
-import { qualifiedName } from "./sql.ts";
+import { requirePrivileges, type TableNeeds } from "./privileges.ts";
+import { qualifiedName, readableName } from "./sql.ts";
 
 export interface DeadLetterOptions {
   /** The table dead letters go to; created if missing (see the guide for its columns). */
@@ -66,23 +67,55 @@ export function encodingDeadLetter(position: RecordPosition | undefined, record:
   };
 }
 
+const DEAD_LETTER_SETTING = "deadLetter.table";
+const DEAD_LETTER_COLUMNS = [
+  "sink",
+  "subtask",
+  "source_position",
+  "sqlstate",
+  "column_name",
+  "error",
+  "row_values",
+  "record",
+];
+
 export class DeadLetterTable {
   readonly schema: string;
+  readonly table: string;
   readonly qualified: string;
 
   constructor(options: DeadLetterOptions, defaultSchema: string) {
     this.schema = options.schema ?? defaultSchema;
+    this.table = options.table;
     this.qualified = qualifiedName(this.schema, options.table);
   }
 
-  ensure(connection: PostgresConnection): Promise<void> {
-    return ensureTable(
-      connection,
-      this.schema,
-      this.qualified,
-      `sink text NOT NULL, subtask integer NOT NULL, source_position jsonb, sqlstate text, column_name text,
+  /**
+   * Creates the table if missing. One that exists must not be one of the sinks' own tables
+   * (I8), and the role must be allowed to insert into it: checked here, when the sink opens,
+   * each refused naming `deadLetter.table`.
+   */
+  async ensure(connection: PostgresConnection): Promise<void> {
+    await ensureTable(connection, {
+      schema: this.schema,
+      table: this.table,
+      definition: `sink text NOT NULL, subtask integer NOT NULL, source_position jsonb, sqlstate text, column_name text,
        error text NOT NULL, row_values jsonb, record jsonb, failed_at timestamptz NOT NULL DEFAULT now()`,
-    );
+      setting: DEAD_LETTER_SETTING,
+    });
+    await refuseOwnTable(connection, DEAD_LETTER_SETTING, this.qualified);
+    await requirePrivileges(connection, this.needs);
+  }
+
+  /** What inserting dead letters takes. */
+  get needs(): TableNeeds {
+    return {
+      setting: DEAD_LETTER_SETTING,
+      table: this.qualified,
+      readable: readableName(this.schema, this.table),
+      purpose: "set refused rows aside",
+      privileges: [{ privilege: "INSERT", columns: DEAD_LETTER_COLUMNS }],
+    };
   }
 
   /** Inside the transaction of the rows they were set aside from: one statement for all of them. */

@@ -22,7 +22,7 @@
  * above every epoch an earlier run left, so it raises those fences like any newer owner.
  */
 import { ShardFencedError, type ShardOwnership, TransientError } from "@exactly/core";
-import { ensureTable, FENCE_TABLE } from "./bookkeeping.ts";
+import { ensureOwnTable, FENCE_TABLE, OWN_TABLES } from "./bookkeeping.ts";
 import { type PostgresConnection, sqlstateOf } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
 import { endEarlierOwners } from "./startup-checks.ts";
@@ -46,12 +46,7 @@ export class SinkFences {
   }
 
   ensure(connection: PostgresConnection): Promise<void> {
-    return ensureTable(
-      connection,
-      this.schema,
-      this.table,
-      "sink text NOT NULL, subtask integer NOT NULL, epoch bigint NOT NULL, raised_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (sink, subtask)",
-    );
+    return ensureOwnTable(connection, OWN_TABLES.fences, this.schema, "bookkeepingSchema");
   }
 
   /** Outside a transaction, before any cleanup: refuses if a newer owner raised any of these fences already. */

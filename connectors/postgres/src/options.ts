@@ -60,7 +60,12 @@ export function resolvePostgresOptions<T>(options: PostgresSinkOptions<T>): Reso
   };
 }
 
-/** Records never reach the sinks' own tables: rows there would pass for markers or progress. */
+/**
+ * Records never reach the sinks' own tables: rows there would pass for markers, progress or
+ * fences. Here, when the sink is built, by name in its own bookkeeping schema (where it would
+ * create them); when it opens, `refuseOwnTable` recognises such a table in any schema by what
+ * it is.
+ */
 function refuseBookkeepingTable(setting: string, schema: string, table: string, bookkeepingSchema: string): void {
   if (schema === bookkeepingSchema && (table === MARKER_TABLE || table === PROGRESS_TABLE || table === FENCE_TABLE))
     throw new ConfigurationError(

@@ -1,5 +1,6 @@
 import {
   type Batch,
+  ConfigurationError,
   DeliveryGuarantee,
   FlushingSink,
   fencedSubtaskIndexes,
@@ -105,8 +106,9 @@ export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
       await writeRowsOrExplain(session, this.mapping, rows, this.setAside);
       await session.query("COMMIT");
     } catch (error) {
-      // A refused row was explained after rolling the transaction back.
-      if (!(error instanceof RecordWriteError) && !session.broken) await session.query("ROLLBACK").catch(() => {});
+      // A refused row, or a privilege the role lacks, was explained after rolling the transaction back.
+      if (!(error instanceof RecordWriteError || error instanceof ConfigurationError) && !session.broken)
+        await session.query("ROLLBACK").catch(() => {});
       throw error;
     }
   }

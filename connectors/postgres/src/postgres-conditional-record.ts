@@ -1,5 +1,5 @@
 import { type ConditionalRecord, ConfigurationError, type VersionedValue } from "@exactly/core";
-import { ensureTable } from "./bookkeeping.ts";
+import { ensureOwnTable, OWN_TABLES, RECORD_TABLE } from "./bookkeeping.ts";
 import {
   isPgClientSource,
   type PgClientSource,
@@ -10,7 +10,7 @@ import {
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
 import { qualifiedName } from "./sql.ts";
 
-export const RECORD_TABLE = "exactly_records";
+export { RECORD_TABLE };
 
 export interface PostgresConditionalRecordOptions {
   /**
@@ -42,13 +42,15 @@ export class PostgresConditionalRecord<T> implements ConditionalRecord<T> {
   readonly schema: string;
   /** The table as a quoted `"schema"."table"`. */
   readonly table: string;
+  private readonly tableName: string;
   private readonly connect: PostgresConnect;
   private connection: Promise<PostgresConnection> | undefined;
 
   constructor(options: PostgresConditionalRecordOptions) {
     this.name = options.name;
     this.schema = requireIdentifier("schema", options.schema ?? "public");
-    this.table = qualifiedName(this.schema, requireIdentifier("table", options.table ?? RECORD_TABLE));
+    this.tableName = requireIdentifier("table", options.table ?? RECORD_TABLE);
+    this.table = qualifiedName(this.schema, this.tableName);
     this.connect = isPgClientSource(options.connection) ? pgBorrow(options.connection) : pgConnect(options.connection);
   }
 
@@ -116,12 +118,7 @@ export class PostgresConditionalRecord<T> implements ConditionalRecord<T> {
   private async open(): Promise<PostgresConnection> {
     const connection = await this.connect("conditional-record");
     try {
-      await ensureTable(
-        connection,
-        this.schema,
-        this.table,
-        "name text PRIMARY KEY, version bigint NOT NULL, value jsonb NOT NULL",
-      );
+      await ensureOwnTable(connection, OWN_TABLES.records, this.schema, "schema", this.tableName);
       return connection;
     } catch (error) {
       await connection.close();

@@ -1,6 +1,7 @@
 import {
   type Batch,
   type CommitContext,
+  ConfigurationError,
   fencedSubtaskIndexes,
   type LingeringContext,
   RecordWriteError,
@@ -199,8 +200,8 @@ export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTrans
     try {
       await writeRowsOrExplain(session, this.mapping, rows, setAside);
     } catch (error) {
-      // A refused row was explained after rolling the transaction back.
-      if (error instanceof RecordWriteError) this.begun = false;
+      // A refused row, or a privilege the role lacks, was explained after rolling the transaction back.
+      if (error instanceof RecordWriteError || error instanceof ConfigurationError) this.begun = false;
       throw error;
     }
   }

@@ -17,7 +17,7 @@ import { DEFAULT_COMMIT_RETRY, type PostgresSinkOptions, resolvePostgresOptions 
 import { pgConnect } from "./pg/pg-connection.ts";
 import { isTransientPostgresError, type PostgresConnect, type PostgresConnection } from "./postgres-connection.ts";
 import { RowBuffer } from "./row-buffer.ts";
-import { isRejection, rejectedCopy, type SetAside, writeRowsOrExplain } from "./row-writer.ts";
+import { isRejection, refusedPrivilege, rejectedCopy, type SetAside, writeRowsOrExplain } from "./row-writer.ts";
 import { validateSinkName } from "./sql.ts";
 import { checkTable, lockSinkName, sessionPurpose } from "./startup-checks.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
@@ -235,6 +235,8 @@ export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> 
       await session.copyBytes(this.mapping.copyStatement, bodies());
     } catch (error) {
       if (!isRejection(error)) throw error;
+      const refusal = await refusedPrivilege(session, this.mapping, undefined, error);
+      if (refusal) throw refusal;
       // COPY names the line it refused: the position is read from the log again, only now.
       throw await rejectedCopy(error, rows, (line) => positionOfRow(records.bytes(), line));
     }

@@ -6,11 +6,18 @@
  * column and the SQLSTATE; with a dead-letter table, {@link writeRowsSettingAside} sets such
  * rows aside instead and writes the others.
  */
-import { formatPosition, type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
+import {
+  type ConfigurationError,
+  formatPosition,
+  type Logger,
+  type RecordPosition,
+  RecordWriteError,
+} from "@exactly/core";
 import { parseCopyLine } from "./column-types.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
 import { RowRejectedError } from "./errors.ts";
 import { isTransientPostgresError, type PostgresConnection, ServerError } from "./postgres-connection.ts";
+import { INSUFFICIENT_PRIVILEGE, mappingNeeds, privilegeRefusal } from "./privileges.ts";
 import { copyLines, type PendingRows, positionAt, rowCount } from "./row-buffer.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
@@ -169,9 +176,34 @@ export async function writeRowsOrExplain<T>(
       sqlstate: letters[0]?.sqlstate,
     });
   } catch (error) {
-    if (isRejection(error)) throw await explainRejection(connection, mapping, rows, error);
-    throw error;
+    if (!isRejection(error)) throw error;
+    throw (
+      (await refusedPrivilege(connection, mapping, setAside, error)) ??
+      (await explainRejection(connection, mapping, rows, error))
+    );
   }
+}
+
+/**
+ * For a write the server refused with 42501: rolls the transaction back (it is aborted
+ * anyway) and returns the ConfigurationError naming the privilege the role lacks on the
+ * table or the dead-letter table. Undefined for any other refusal, or when the role lacks
+ * none (a row-level security policy refusing a row: that is about the row, and is explained
+ * as any refused row).
+ */
+export async function refusedPrivilege<T>(
+  connection: PostgresConnection,
+  mapping: CompiledMapping<T>,
+  setAside: SetAside | undefined,
+  error: ServerError,
+): Promise<ConfigurationError | undefined> {
+  if (error.sqlstate !== INSUFFICIENT_PRIVILEGE) return undefined;
+  await connection.query("ROLLBACK").catch(() => {});
+  for (const needs of [mappingNeeds(mapping), ...(setAside ? [setAside.table.needs] : [])]) {
+    const refusal = await privilegeRefusal(connection, needs, error);
+    if (refusal) return refusal;
+  }
+  return undefined;
 }
 
 /** Whether an error from {@link writeRows} is the server refusing data (not a lost connection). */

@@ -18,6 +18,16 @@ export function qualifiedName(schema: string, table: string): string {
   return `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
 }
 
+/** An identifier as a reader would type it: bare when Postgres would take it so unquoted, else quoted. */
+export function readableIdentifier(name: string): string {
+  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replaceAll('"', '""')}"`;
+}
+
+/** `schema.table` for messages (`public.orders`, `"My Schema".t`): never put into SQL. */
+export function readableName(schema: string, table: string): string {
+  return `${readableIdentifier(schema)}.${readableIdentifier(table)}`;
+}
+
 /** A quoted string literal (standard_conforming_strings, the default since 9.1): quotes doubled. */
 export function quoteLiteral(value: string): string {
   if (value.includes("\u0000") || value.includes("\\")) throw new Error("a literal with NUL or backslash is refused");

@@ -5,15 +5,23 @@
  */
 import { createHash } from "node:crypto";
 import { ConfigurationError } from "@exactly/core";
+import { refuseOwnTable } from "./bookkeeping.ts";
 import type { PostgresConnection } from "./postgres-connection.ts";
 import { otherDatabasesUsing } from "./prepared-transactions.ts";
+import { mappingNeeds, requirePrivileges, requireSchema } from "./privileges.ts";
+import { readableIdentifier } from "./sql.ts";
 import type { CompiledMapping } from "./table-mapping.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The table exists, has every mapped column, and for upserts a unique index on exactly the key. */
+/**
+ * The table exists, is none of the sinks' own tables (I8), has every mapped column, for
+ * upserts a unique index on exactly the key, and the role may write it.
+ */
 export async function checkTable<T>(connection: PostgresConnection, mapping: CompiledMapping<T>): Promise<void> {
   const table = mapping.qualifiedTable;
+  // Before any lookup by name: one in a schema the role may not use fails with 42501.
+  await requireSchema(connection, "table", mapping.schema, { readableSchema: readableIdentifier(mapping.schema) });
   const { rows: found } = await connection.query(
     "SELECT to_regclass($1) IS NOT NULL AS found, current_database() AS database",
     [table],
@@ -21,6 +29,7 @@ export async function checkTable<T>(connection: PostgresConnection, mapping: Com
   if (found[0]?.found !== true) {
     throw new ConfigurationError("table.table", `table ${table} does not exist in database ${found[0]?.database}`);
   }
+  await refuseOwnTable(connection, "table", table);
   const { rows: columns } = await connection.query(
     "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
     [table],
@@ -31,6 +40,7 @@ export async function checkTable<T>(connection: PostgresConnection, mapping: Com
       throw new ConfigurationError("table.columns", `column ${JSON.stringify(column.name)} does not exist in ${table}`);
     }
   }
+  await requirePrivileges(connection, mappingNeeds(mapping));
   if (!mapping.keyColumns) return;
   const key = mapping.keyColumns.map((i) => mapping.columns[i]?.name as string);
   const { rows: indexes } = await connection.query(

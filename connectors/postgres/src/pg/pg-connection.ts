@@ -86,6 +86,8 @@ class PgConnection implements PostgresConnection {
     if (this.lost) throw new TransientError("postgres connection lost earlier; reconnect");
     const stream = this.client.query(copyStreams.from(statement));
     // The source's own failure (a log it cannot read) is no lost connection: thrown as it is.
+    // The server's refusal reaches the source too (the stream throws it into the iterator
+    // when it is destroyed), and is the server's, not the source's.
     let sourceFailed = false;
     async function* source(): AsyncGenerator<Uint8Array> {
       try {
@@ -98,7 +100,7 @@ class PgConnection implements PostgresConnection {
     try {
       await pipeline(Readable.from(source(), { objectMode: false }), stream);
     } catch (error) {
-      if (sourceFailed) throw error;
+      if (sourceFailed && !(error instanceof pg.DatabaseError)) throw error;
       throw translate(error, this);
     }
     return stream.rowCount;
