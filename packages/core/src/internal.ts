@@ -30,6 +30,12 @@ export {
   RestartBackoff,
   type RestartDecision,
 } from "./runtime/runner/restart-strategy.ts";
+// Every checkpoint of a location, sharded or not, as the tools read it (exactly lingering).
+export {
+  type LocationCheckpoint,
+  type LocationCheckpoints,
+  readLocationCheckpoints,
+} from "./shards/location-checkpoints.ts";
 // A sharded job's checkpoints (shards/), as the conformance suite reads them in its shard scenarios.
 export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export { transactionsInState } from "./sinks/lingering-work-finder.ts";
