@@ -100,7 +100,7 @@ function requirePresent(
   if (found) return;
   const where = named.shard === undefined ? "the root" : `shard-${named.shard}/epoch-${named.epoch}`;
   throw new CheckpointStorageError(
-    `${by} names checkpoint ${named.checkpointId} in ${where} of ${location}, and it is not there complete: what it references cannot be read (is the job running, moving the folders?)`,
+    `${by} names checkpoint ${named.checkpointId} in ${where} of ${location}, and it is not there complete, so what it references cannot be read (a job still running there may have moved on: read a stopped job's location)`,
   );
 }
 
