@@ -32,6 +32,12 @@ export {
 } from "./runtime/runner/restart-strategy.ts";
 // Whether a lease's successor on this machine can tell a killed holder is gone (the demo's lease).
 export { canTellGoneHolders } from "./shards/lease-holder.ts";
+// Every checkpoint of a location, sharded or not, as the tools read it (exactly lingering).
+export {
+  type LocationCheckpoint,
+  type LocationCheckpoints,
+  readLocationCheckpoints,
+} from "./shards/location-checkpoints.ts";
 // A sharded job's checkpoints (shards/), as the conformance suite reads them in its shard scenarios.
 export { ShardCheckpointStorage } from "./shards/shard-checkpoint-storage.ts";
 export { transactionsInState } from "./sinks/lingering-work-finder.ts";

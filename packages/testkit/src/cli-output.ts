@@ -6,6 +6,8 @@ export interface LingeringJson {
   readonly description: string;
   /** Checkpoints read at --checkpoints; null when none was given. */
   readonly checkpointsRead: number | null;
+  /** The shards whose checkpoints were read (empty: not sharded); null when --checkpoints was not given. */
+  readonly shardsRead: readonly number[] | null;
   readonly items: readonly {
     readonly id: string;
     readonly reference: string;
@@ -14,6 +16,8 @@ export interface LingeringJson {
     readonly ageSeconds: number | null;
     readonly status: "unreferenced" | "open-at-checkpoint" | "pre-committed";
     readonly checkpointIds: readonly number[];
+    /** The same checkpoints with the shard that took each (null: the job unsharded). */
+    readonly referencedBy: readonly { readonly checkpointId: number; readonly shard: number | null }[];
     readonly abortable: boolean;
     readonly aborted: boolean;
   }[];

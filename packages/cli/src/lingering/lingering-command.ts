@@ -8,7 +8,9 @@
  * nothing, but that is an outage). docs/operating.md has the procedure.
  *
  * What a checkpoint at `--checkpoints` holds as pre-committed is never aborted: a restart
- * from that checkpoint commits it, and aborting it would lose that checkpoint's output.
+ * from that checkpoint commits it, and aborting it would lose that checkpoint's output. For a
+ * job run as shards that is every shard's checkpoints, read from the job's root location
+ * (core's readLocationCheckpoints): a shard's folder would hide the others' pre-committed work.
  * Work a checkpoint holds only as open (begun after its barrier) is what a restart aborts
  * anyway; it is reported as such and may be aborted. Without `--checkpoints` nothing tells
  * pre-committed work apart, so `--abort` refuses, listing what it would end, unless
@@ -16,11 +18,15 @@
  */
 import { createInterface } from "node:readline/promises";
 import { ConfigurationError, type LingeringWork, type LingeringWorkFinder } from "@exactly/core";
+import { readLocationCheckpoints } from "@exactly/core/internal";
 import { openCheckpointStorage } from "../inspect/inspect-command.ts";
 import { withS3CredentialsHint } from "../s3-connection.ts";
 
 export interface LingeringOptions {
-  /** A checkpoint location of the job (directory or s3://): what its checkpoints reference is spared or marked. */
+  /**
+   * The job's checkpoint location (directory or s3://), its root for a sharded job: what any of
+   * its checkpoints references is spared or marked.
+   */
   readonly checkpoints?: string;
   /** For s3:// checkpoint locations: the server. */
   readonly s3Endpoint?: string;
@@ -44,8 +50,10 @@ export interface LingeringItem {
   readonly startedAt: string | null;
   readonly ageSeconds: number | null;
   readonly status: LingeringStatus;
-  /** The checkpoints that reference it (pre-committed or open). */
+  /** The ids of the checkpoints that reference it (pre-committed or open). */
   readonly checkpointIds: readonly number[];
+  /** The same checkpoints with the shard that took each (null: the job before it was sharded). */
+  readonly referencedBy: ReadonlyArray<{ readonly checkpointId: number; readonly shard: number | null }>;
   /** Whether --abort may end it: not pre-committed, and older than --older-than. */
   readonly abortable: boolean;
   aborted: boolean;
@@ -55,6 +63,8 @@ export interface LingeringReport {
   readonly description: string;
   /** Checkpoints read at --checkpoints; null when none was given (then nothing is referenced). */
   readonly checkpointsRead: number | null;
+  /** The shards whose checkpoints were read (empty: the job is not sharded); null without --checkpoints. */
+  readonly shardsRead: readonly number[] | null;
   readonly items: LingeringItem[];
 }
 
@@ -64,13 +74,14 @@ export async function findLingering(finder: LingeringWorkFinder, options: Linger
   const now = Date.now();
   const work = await finder.list();
   const items = work.map((w): LingeringItem => {
-    const ref = references?.get(w.reference);
+    const ref = references?.byReference.get(w.reference);
     const status: LingeringStatus = ref?.pending.length
       ? "pre-committed"
       : ref?.open.length
         ? "open-at-checkpoint"
         : "unreferenced";
     const ageSeconds = w.startedAt === undefined ? null : Math.max(0, (now - w.startedAt) / 1000);
+    const referrers = referrersOf([...(ref?.pending ?? []), ...(ref?.open ?? [])]);
     const oldEnough =
       options.olderThanSeconds === undefined || (ageSeconds !== null && ageSeconds >= options.olderThanSeconds);
     return {
@@ -80,25 +91,50 @@ export async function findLingering(finder: LingeringWorkFinder, options: Linger
       startedAt: w.startedAt === undefined ? null : new Date(w.startedAt).toISOString(),
       ageSeconds,
       status,
-      checkpointIds: [...new Set([...(ref?.pending ?? []), ...(ref?.open ?? [])])].sort((a, b) => a - b),
+      checkpointIds: [...new Set(referrers.map((r) => r.checkpointId))].sort((a, b) => a - b),
+      referencedBy: referrers,
       abortable: status !== "pre-committed" && oldEnough,
       aborted: false,
     };
   });
-  return { description: finder.description, checkpointsRead: references?.checkpoints ?? null, items };
+  return {
+    description: finder.description,
+    checkpointsRead: references?.checkpoints ?? null,
+    shardsRead: references?.shards ?? null,
+    items,
+  };
 }
 
-type References = Map<string, { pending: number[]; open: number[] }> & { checkpoints?: number };
+/** A checkpoint referencing a piece of work: its id, and the shard that took it (null: unsharded). */
+interface Referrer {
+  readonly checkpointId: number;
+  readonly shard: number | null;
+}
 
-/** Every reference any checkpoint at the location holds, complete or not (one in flight may complete). */
+interface References {
+  readonly byReference: Map<string, { pending: Referrer[]; open: Referrer[] }>;
+  readonly checkpoints: number;
+  readonly shards: readonly number[];
+}
+
+/** Each checkpoint once, by shard then id. */
+function referrersOf(all: readonly Referrer[]): Referrer[] {
+  const unique = new Map(all.map((r) => [`${r.shard}/${r.checkpointId}`, r]));
+  return [...unique.values()].sort((a, b) => (a.shard ?? -1) - (b.shard ?? -1) || a.checkpointId - b.checkpointId);
+}
+
+/**
+ * Every reference any checkpoint at the location holds, complete or not (one in flight may
+ * complete), of every shard for a sharded job: readLocationCheckpoints refuses a sub-folder,
+ * which would hide the other shards' pre-committed work.
+ */
 async function checkpointReferences(finder: LingeringWorkFinder, options: LingeringOptions): Promise<References> {
   const location = options.checkpoints as string;
   const storage = await openCheckpointStorage(location, options);
-  if (!storage.inspect) {
-    throw new ConfigurationError("--checkpoints", `${location}: this checkpoint storage cannot be read by tools`);
-  }
   try {
-    const checkpoints = await withS3CredentialsHint(storage.inspect());
+    const { checkpoints, shards } = await withS3CredentialsHint(
+      readLocationCheckpoints(storage, location, "--checkpoints"),
+    );
     // A mistyped location would make every pre-committed transaction look unreferenced.
     if (checkpoints.length === 0) {
       throw new ConfigurationError(
@@ -106,9 +142,9 @@ async function checkpointReferences(finder: LingeringWorkFinder, options: Linger
         `${location} holds no checkpoint; give the job's checkpoint location, or leave --checkpoints out to treat all work as unreferenced`,
       );
     }
-    const references: References = new Map();
-    references.checkpoints = checkpoints.length;
+    const references: References = { byReference: new Map(), checkpoints: checkpoints.length, shards };
     for (const checkpoint of checkpoints) {
+      const referrer: Referrer = { checkpointId: checkpoint.checkpointId, shard: checkpoint.shard ?? null };
       for (const [taskKey, { state }] of checkpoint.states) {
         const stage = taskKey.slice(0, taskKey.lastIndexOf("/"));
         const kind = checkpoint.metadata?.stages[stage]?.kind;
@@ -119,9 +155,9 @@ async function checkpointReferences(finder: LingeringWorkFinder, options: Linger
           ["open", found.open],
         ] as const) {
           for (const ref of refs) {
-            const entry = references.get(ref) ?? { pending: [], open: [] };
-            entry[list].push(checkpoint.checkpointId);
-            references.set(ref, entry);
+            const entry = references.byReference.get(ref) ?? { pending: [], open: [] };
+            entry[list].push(referrer);
+            references.byReference.set(ref, entry);
           }
         }
       }
@@ -158,10 +194,16 @@ export function formatLingering(report: LingeringReport): string {
   const lines = [`${report.description}: ${report.items.length} open`];
   if (report.checkpointsRead === null)
     lines.push("  no --checkpoints given: whether a completed checkpoint pre-committed any of them is unknown");
-  else lines.push(`  checked against ${report.checkpointsRead} checkpoint(s)`);
+  else
+    lines.push(
+      `  checked against ${report.checkpointsRead} checkpoint(s)${report.shardsRead?.length ? ` of ${report.shardsRead.length} shard(s)` : ""}`,
+    );
   for (const item of report.items) {
     const age = item.ageSeconds === null ? "age unknown" : `age ${item.ageSeconds.toFixed(1)} s`;
-    const status = STATUS_TEXT[item.status].replace("{ids}", item.checkpointIds.join(", "));
+    const ids = item.referencedBy.map((r) =>
+      r.shard === null ? `${r.checkpointId}` : `${r.checkpointId} of shard ${r.shard}`,
+    );
+    const status = STATUS_TEXT[item.status].replace("{ids}", ids.join(", "));
     let outcome = "";
     if (item.aborted) outcome = " — aborted";
     else if (!item.abortable && item.status !== "pre-committed") outcome = " — younger than --older-than, left open";

@@ -32,7 +32,8 @@ export function requireShardable(storage: CheckpointStorage): ShardableStorage {
   );
 }
 
-const EPOCH_SCOPE = /^epoch-(\d+)$/;
+/** The folder of one owner's checkpoints in a shard's folder: `epoch-<e>`. */
+export const EPOCH_SCOPE = /^epoch-(\d+)$/;
 
 export class ShardCheckpointStorage implements CheckpointStorage {
   readonly shard: ShardSpec;

@@ -77,6 +77,9 @@ export function shardName(shard: ShardSpec): string {
   return `shard-${shard.index}`;
 }
 
+/** A name {@link shardName} makes, with k as its group. */
+export const SHARD_SCOPE = /^shard-(\d+)$/;
+
 /** The first global subtask shard k runs of a stage whose per-shard parallelism is `parallelism`. */
 export function firstGlobalSubtask(shard: ShardSpec | undefined, parallelism: number): number {
   return shard ? shard.index * parallelism : 0;
