@@ -73,6 +73,24 @@ describe("exactly lingering file", () => {
     const left = JSON.parse(exactly(...listing, "--checkpoints", config.checkpoints).stdout) as LingeringReport;
     expect(left.items.map((i) => i.id).sort()).toEqual(preCommitted.map((i) => i.id).sort());
 
+    // I10: the job with its sink renamed is refused rather than drop what "out" pre-committed,
+    // and lingering lists that work as an orphan only a sink of that name (or renamed from it) commits.
+    const renamed = await runJob({ ...config, sinkName: "renamed" });
+    expect(renamed.code).not.toBe(0);
+    const orphan = exactly(
+      "lingering",
+      "file",
+      "--directory",
+      config.out,
+      "--sink",
+      "out",
+      "--checkpoints",
+      config.checkpoints,
+    );
+    expect(orphan.stdout).toMatch(
+      /pre-committed by checkpoint\(s\) \d+: a restart of the job with this sink \(or a sink declared renamedFrom its name\) commits it/,
+    );
+
     const finished = await runJob(config);
     expect(finished.code).toBe(0);
     expect(await committedIds(config.out)).toEqual(Array.from({ length: config.records }, (_, i) => i));

@@ -187,7 +187,9 @@ export async function abortLingering(finder: LingeringWorkFinder, report: Linger
 const STATUS_TEXT: Record<LingeringStatus, string> = {
   unreferenced: "no checkpoint references it",
   "open-at-checkpoint": "open at checkpoint(s) {ids}: a restart from them aborts it",
-  "pre-committed": "pre-committed by checkpoint(s) {ids}: a restart commits it, so it is never aborted here",
+  // A job restores a sink's state only under its name or one renamed from it (docs/design.md I10).
+  "pre-committed":
+    "pre-committed by checkpoint(s) {ids}: a restart of the job with this sink (or a sink declared renamedFrom its name) commits it, so it is never aborted here",
 };
 
 export function formatLingering(report: LingeringReport): string {
