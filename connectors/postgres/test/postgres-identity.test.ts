@@ -12,7 +12,7 @@ import { ConfigurationError, GeneratorSource, StreamJob, silentLogger } from "@e
 import { pgUrl } from "@exactly/testkit/endpoints";
 import { runFixture } from "@exactly/testkit/run-fixture";
 import { afterEach, describe, expect, it } from "vitest";
-import { PostgresTwoPhaseSink } from "../src/index.ts";
+import { recordsSink } from "./fixtures/records-sink.ts";
 import type { TwoPhaseJobConfig } from "./fixtures/two-phase-job.ts";
 import {
   committedIds,
@@ -25,8 +25,6 @@ import {
 
 const fixture = fileURLToPath(new URL("./fixtures/two-phase-job.ts", import.meta.url));
 const RECORDS = 40_000;
-
-type Row = { id: number; key: string; version: number; payload: string };
 
 /** The fixture's job again, bounded, with its sink stage named `stage` (the fixture's is "pg-out"). */
 function restartedJob(config: TwoPhaseJobConfig, stage: string, renamedFrom?: string): StreamJob {
@@ -45,24 +43,7 @@ function restartedJob(config: TwoPhaseJobConfig, stage: string, renamedFrom?: st
       }),
       { uid: "ids" },
     )
-    .sinkTo(
-      () =>
-        new PostgresTwoPhaseSink<Row>({
-          connection: config.url,
-          name: config.sinkName,
-          table: {
-            table: config.table,
-            columns: [
-              { name: "id", type: "bigint" },
-              { name: "key", type: "text" },
-              { name: "version", type: "integer" },
-              { name: "payload", type: "text" },
-            ],
-            write: "append",
-          },
-        }),
-      { name: stage, ...(renamedFrom === undefined ? {} : { renamedFrom }) },
-    );
+    .sinkTo(() => recordsSink(config), { name: stage, ...(renamedFrom === undefined ? {} : { renamedFrom }) });
   return job;
 }
 

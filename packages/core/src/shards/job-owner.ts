@@ -5,7 +5,7 @@
  * every attempt restores, and fails the running attempt the moment ownership is lost.
  */
 import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
-import type { ShardLeaseLostError } from "./shard-lease.ts";
+import type { ShardLease, ShardLeaseLostError } from "./shard-lease.ts";
 import type { ShardSpec } from "./shard-spec.ts";
 
 /** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
@@ -26,4 +26,37 @@ export interface JobOwner {
   release(): Promise<void>;
   /** Stops renewing without releasing (a failed job: its lease runs out). */
   stop(): Promise<void>;
+}
+
+/** What both owners do with their lease at the end: release it, or let it run out. */
+export abstract class LeaseJobOwner implements JobOwner {
+  abstract readonly storage: CheckpointStorage;
+  protected readonly lease: ShardLease;
+  /** Told when the lease is lost while an attempt runs; cleared once the job ends. */
+  protected onLost: ((error: ShardLeaseLostError) => void) | undefined;
+
+  constructor(lease: ShardLease) {
+    this.lease = lease;
+  }
+
+  abstract claim(
+    onLost: (error: ShardLeaseLostError) => void,
+    signal?: AbortSignal,
+  ): Promise<ShardOwnership | undefined>;
+
+  /** Ends the ownership: released, so a successor starts at once. */
+  async release(): Promise<void> {
+    this.onLost = undefined;
+    try {
+      await this.lease.release();
+    } finally {
+      await this.lease.close();
+    }
+  }
+
+  /** Stops renewing without releasing (a failed job: its lease runs out). */
+  async stop(): Promise<void> {
+    this.onLost = undefined;
+    await this.lease.close().catch(() => {});
+  }
 }

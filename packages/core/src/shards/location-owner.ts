@@ -14,7 +14,7 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import { ConfigurationError } from "../errors.ts";
 import type { Logger } from "../logger.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
-import type { JobOwner } from "./job-owner.ts";
+import { LeaseJobOwner } from "./job-owner.ts";
 import type { ShardLayout } from "./shard-layout.ts";
 import { describeHolder, type LeaseState, type ShardLease, type ShardLeaseLostError } from "./shard-lease.ts";
 
@@ -41,15 +41,13 @@ export function describeLocation(storage: CheckpointStorage, fallback: string): 
   return fallback;
 }
 
-export class LocationOwner implements JobOwner {
+export class LocationOwner extends LeaseJobOwner {
   readonly storage: CheckpointStorage;
   readonly location: string;
-  private readonly lease: ShardLease;
   private readonly logger: Logger;
-  private onLost: ((error: ShardLeaseLostError) => void) | undefined;
 
   constructor(lease: ShardLease, storage: CheckpointStorage, location: string, logger: Logger) {
-    this.lease = lease;
+    super(lease);
     this.location = location;
     this.logger = logger;
     this.storage = guarded(storage, () => lease.assertHeld());
@@ -89,20 +87,6 @@ export class LocationOwner implements JobOwner {
       `${this.location} holds the checkpoints of the job run as ${layout.count} shards (layout generation ${layout.generation}), which a job started without a shard does not read: ` +
         `run it as shards; to leave sharding, run \`exactly rescale <checkpoint location> 1\` and start it as --shard 0/1`,
     );
-  }
-
-  async release(): Promise<void> {
-    this.onLost = undefined;
-    try {
-      await this.lease.release();
-    } finally {
-      await this.lease.close();
-    }
-  }
-
-  async stop(): Promise<void> {
-    this.onLost = undefined;
-    await this.lease.close().catch(() => {});
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../logger.ts";
 import type { ConditionalRecord } from "./conditional-record.ts";
-import type { JobOwner, ShardOwnership } from "./job-owner.ts";
+import { LeaseJobOwner, type ShardOwnership } from "./job-owner.ts";
 import type { ShardCheckpointStorage } from "./shard-checkpoint-storage.ts";
 import type { ShardLayout } from "./shard-layout.ts";
 import {
@@ -20,15 +20,13 @@ import type { ShardSpec } from "./shard-spec.ts";
 
 export type { ShardOwnership } from "./job-owner.ts";
 
-export class ShardOwner implements JobOwner {
+export class ShardOwner extends LeaseJobOwner {
   readonly storage: ShardCheckpointStorage;
-  private readonly lease: ShardLease;
   private readonly logger: Logger;
   /** The lease record of any shard: a rescale waits for the old layout's owners. */
   private readonly leaseOf: (index: number) => ConditionalRecord<LeaseState>;
   /** The lease of the job run without shards: the first layout waits until it no longer runs. */
   private readonly unshardedLease: () => ConditionalRecord<LeaseState>;
-  private onLost: ((error: ShardLeaseLostError) => void) | undefined;
   /** The layout generation this process ran in; it never moves the layout back from a newer one. */
   private generation: number | undefined;
 
@@ -39,7 +37,7 @@ export class ShardOwner implements JobOwner {
     leaseOf: (index: number) => ConditionalRecord<LeaseState>,
     unshardedLease: () => ConditionalRecord<LeaseState>,
   ) {
-    this.lease = lease;
+    super(lease);
     this.storage = storage;
     this.logger = logger;
     this.leaseOf = leaseOf;
@@ -110,21 +108,5 @@ export class ShardOwner implements JobOwner {
     } finally {
       await record.close?.();
     }
-  }
-
-  /** Ends the ownership: released, so a successor starts at once. */
-  async release(): Promise<void> {
-    this.onLost = undefined;
-    try {
-      await this.lease.release();
-    } finally {
-      await this.lease.close();
-    }
-  }
-
-  /** Stops renewing without releasing (a failed job: its lease runs out). */
-  async stop(): Promise<void> {
-    this.onLost = undefined;
-    await this.lease.close().catch(() => {});
   }
 }
