@@ -73,6 +73,7 @@ export {
 } from "./runtime/engine/exchange/exchange-codec.ts";
 export type { Execution } from "./runtime/engine/execution.ts";
 export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
+export type { JobIdentity } from "./runtime/engine/restore-identity.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
 export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
@@ -80,7 +81,7 @@ export { type ConditionalRecord, InvalidRecordError, type VersionedValue } from 
 export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
 export type { LeaseHolderProcess } from "./shards/lease-holder.ts";
 export { LocationHeldError } from "./shards/location-owner.ts";
-export { declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
+export { type BaseCheckpoint, declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
 export {
   type LeaseState,
   ShardLease,

@@ -7,6 +7,7 @@ export {
   CheckpointOwnershipError,
   S3CheckpointStorage,
   type S3CheckpointStorageOptions,
+  type S3Location,
 } from "./s3-checkpoint-storage.ts";
 export { S3ConditionalRecord, type S3ConditionalRecordOptions } from "./s3-conditional-record.ts";
 export {
