@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
-import { type CheckpointStorage, FileSystemCheckpointStorage } from "@exactly/core";
+import { type CheckpointStorage, declareRescale, FileSystemCheckpointStorage } from "@exactly/core";
 import type { LingeringJson } from "@exactly/testkit/cli-output";
 import { s3Config } from "@exactly/testkit/endpoints";
 import { afterAll, describe, expect, it } from "vitest";
@@ -151,8 +151,10 @@ describe.each(places)("exactly lingering on a sharded job, %s", (_, locate) => {
     await shardsKilledAfterCheckpoint(out, at, 2, 3);
     abortByRoot(at, out, 2);
 
-    // Rescaled to 3: each new shard restores its part of the 2 shards' checkpoints (the layout's
-    // base, whose epoch folders stay) and completes checkpoints of its own in a new epoch.
+    // Rescaled to 3, declared as `exactly rescale <root> 3` does: each new shard restores its part
+    // of the 2 shards' checkpoints (the layout's base, whose epoch folders stay) and completes
+    // checkpoints of its own in a new epoch.
+    await declareRescale(at.storage, 3);
     expect(await shardsKilledAfterCheckpoint(out, at, 3, 3)).toContain("rescaled from 2 to 3 shards");
     const epochs = (await at.storage.scoped?.("shard-0").scopes?.())?.filter((n) => n.startsWith("epoch-"));
     expect(epochs, "shard 0's epoch folders: the base's and its own").toHaveLength(2);
