@@ -1,4 +1,12 @@
+import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
+
+// Every Node process the tests start (vitest's workers, each conformance run's child, the CLI
+// under test) keeps V8's compiled code of the modules it loads here, and the next one loads
+// them from it: a child that is killed 3 checkpoints in spends most of its life loading
+// modules, and the suites start thousands of them (docs/design.md §7). Node checks each entry
+// against its source, so an edited file is compiled afresh.
+process.env.NODE_COMPILE_CACHE ??= fileURLToPath(new URL("./node_modules/.cache/node-compile-cache", import.meta.url));
 
 // Tests run against the TypeScript sources: the "@exactly/source" export condition points
 // every workspace package at src/, so no build step is needed (child processes get the same
@@ -9,8 +17,10 @@ const servicesSetup = "packages/testkit/src/services/global-setup.ts";
 
 // The tests that restart the Postgres server, the Kafka broker, Redis and S3 (and SIGKILL Redis
 // and S3), which ends every session on them: they run before the rest. Each of the first four
-// restarts a server none of the others uses, so they run two at a time; the Postgres service's
-// own smoke test restarts Postgres too, so it runs after them, alone.
+// restarts a server none of the others uses, so they run two at a time, beside the projects that
+// use no server (core, conformance), which keep the second worker busy while the broker's test,
+// the longest, runs; the Postgres service's own smoke test restarts Postgres too, so it runs
+// after them, alone.
 const serverRestarts = [
   "connectors/kafka/test/broker-crash.test.ts",
   "connectors/postgres/test/postgres-restart.test.ts",
@@ -31,7 +41,7 @@ function restartProject(name: string, include: string[], groupOrder: number): Te
 function project(
   name: string,
   include: string[],
-  options: { server?: boolean; exclude?: string[] } = {},
+  options: { server?: boolean; exclude?: string[]; besideRestarts?: boolean } = {},
 ): TestProjectInlineConfiguration {
   return {
     extends: true,
@@ -40,7 +50,7 @@ function project(
       include,
       exclude: [...configDefaults.exclude, ...restarts, ...(options.exclude ?? [])],
       ...(options.server ? { globalSetup: [servicesSetup] } : {}),
-      sequence: { groupOrder: 2 },
+      sequence: { groupOrder: options.besideRestarts ? 0 : 2 },
     },
   };
 }
@@ -68,8 +78,8 @@ export default defineConfig({
     projects: [
       restartProject("services-restart", serverRestarts, 0),
       restartProject("services-restart-postgres-smoke", postgresSmokeRestart, 1),
-      project("core", ["packages/core/test/**/*.test.ts"]),
-      project("conformance", ["packages/conformance/test/**/*.test.ts"]),
+      project("core", ["packages/core/test/**/*.test.ts"], { besideRestarts: true }),
+      project("conformance", ["packages/conformance/test/**/*.test.ts"], { besideRestarts: true }),
       project("cli", ["packages/cli/test/**/*.test.ts"], { exclude: ["packages/cli/test/demo/servers/**"] }),
       // The demo against each sink's server.
       project("cli-services", ["packages/cli/test/demo/servers/**/*.test.ts"], { server: true }),
