@@ -89,6 +89,45 @@ export async function idCountsUnder(client: S3Client, bucket: string, prefix: st
 }
 
 /**
+ * A reader that polls the committed objects under `prefix` again and again (the conformance
+ * suite's observer reads every ~100 ms while a child runs): each poll lists the prefix and
+ * fetches only the objects it has not read at their current ETag. An object rewritten with
+ * other content gets another ETag and is read again, so every poll sees what a reader reading
+ * everything would; it just does not fetch hundreds of unchanged part files each time.
+ */
+export class CommittedObjects {
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly prefix: string;
+  private readonly read = new Map<string, { etag: string; lines: string[] }>();
+
+  constructor(config: S3Config, bucket: string, prefix: string) {
+    this.client = s3Client(config);
+    this.bucket = bucket;
+    this.prefix = prefix;
+  }
+
+  /** Each id, as often as the committed objects hold it. */
+  async ids(): Promise<number[]> {
+    const listed = await listObjects(this.client, this.bucket, this.prefix);
+    const stale = listed.filter(({ key, etag }) => this.read.get(key)?.etag !== etag);
+    for (let i = 0; i < stale.length; i += 8) {
+      await Promise.all(
+        stale.slice(i, i + 8).map(async ({ key, etag }) => {
+          this.read.set(key, { etag, lines: (await readObject(this.client, this.bucket, key)).split("\n") });
+        }),
+      );
+    }
+    const counts = idCounts(listed.flatMap(({ key }) => this.read.get(key)?.lines ?? []));
+    return [...counts].flatMap(([id, n]) => Array<number>(n).fill(id));
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}
+
+/**
  * The multipart uploads open under `prefix`: listed, and confirmed by ListParts. MinIO can
  * keep listing an upload whose completion was cut off by a dead client after it published
  * the object: ListParts answers NoSuchUpload, AbortMultipartUpload answers ok and the

@@ -65,12 +65,15 @@ export function createSink(context: SinkFactoryContext<RedisConformanceOptions>)
 async function readUpserts(target: RedisTarget, scope: ScenarioScope): Promise<HeldUpsert[]> {
   const prefix = prefixOf(scope, "upsert");
   return withRedis(target, async (client) => {
+    const keys = (await keysUnder(client, prefix)).filter(
+      (key) => key.startsWith(prefix) && !key.endsWith(":exactly-version"),
+    );
+    // Sent together, so the client pipelines them: one round trip a poll, not one a key.
+    const reads = await Promise.all(keys.map((key) => readJson<ConformanceRecord>(client, key)));
     const held: HeldUpsert[] = [];
-    for (const key of await keysUnder(client, prefix)) {
-      if (!key.startsWith(prefix) || key.endsWith(":exactly-version")) continue;
-      const read = await readJson<ConformanceRecord>(client, key);
-      if (read) held.push({ key: key.slice(prefix.length), id: read.value.id, version: read.version });
-    }
+    reads.forEach((read, i) => {
+      if (read) held.push({ key: (keys[i] as string).slice(prefix.length), id: read.value.id, version: read.version });
+    });
     return held;
   });
 }

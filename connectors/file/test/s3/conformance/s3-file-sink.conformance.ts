@@ -7,9 +7,9 @@ import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFacto
 import { DeliveryGuarantee } from "@exactly/core";
 import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../../src/s3/index.ts";
 import {
+  CommittedObjects,
   clearPrefix,
   ensureBucket,
-  idCountsUnder,
   listObjects,
   openUploads,
   type S3Config,
@@ -65,6 +65,16 @@ export function createCheckpointStorage(context: SinkFactoryContext<S3Conformanc
 
 export function s3FileSinkDefinition(options: S3ConformanceOptions): ConformanceDefinition<S3ConformanceOptions> {
   const { s3, bucket } = options;
+  // One reader a scenario, kept across its polls (it fetches only objects it has not read).
+  const readers = new Map<string, CommittedObjects>();
+  const readerOf = (scope: ScenarioScope) => {
+    let reader = readers.get(scope.id);
+    if (!reader) {
+      reader = new CommittedObjects(s3, bucket, `${outPrefix(scope)}/`);
+      readers.set(scope.id, reader);
+    }
+    return reader;
+  };
   return {
     name: `s3 file sink on ${options.server} (${options.parts} parts, checkpoints on ${options.checkpoints === "s3" ? "S3" : "the file system"})`,
     sinkModule: new URL(import.meta.url),
@@ -72,8 +82,10 @@ export function s3FileSinkDefinition(options: S3ConformanceOptions): Conformance
     ...(options.checkpoints === "s3" ? { checkpointStorageExport: "createCheckpointStorage" } : {}),
     guarantee: DeliveryGuarantee.EXACTLY_ONCE,
     setup: () => withS3(s3, (client) => ensureBucket(client, bucket)),
-    teardown: (scope) =>
-      withS3(s3, async (client) => {
+    teardown: (scope) => {
+      readers.get(scope.id)?.close();
+      readers.delete(scope.id);
+      return withS3(s3, async (client) => {
         if (options.parts === "multipart") {
           const parts = (await listObjects(client, bucket, `${outPrefix(scope)}/`)).map((o) =>
             Number(/-(\d+)"?$/.exec(o.etag)?.[1] ?? 1),
@@ -81,12 +93,9 @@ export function s3FileSinkDefinition(options: S3ConformanceOptions): Conformance
           uploadPartsSeen.set(scope.id, Math.max(0, ...parts));
         }
         await clearPrefix(client, bucket, `${scopePrefix(scope)}/`);
-      }),
-    readCommitted: (scope) =>
-      withS3(s3, async (client) => {
-        const counts = await idCountsUnder(client, bucket, `${outPrefix(scope)}/`);
-        return [...counts].flatMap(([id, n]) => Array<number>(n).fill(id));
-      }),
+      });
+    },
+    readCommitted: (scope) => readerOf(scope).ids(),
     probeLingering: (scope) =>
       withS3(s3, async (client) => (await openUploads(client, bucket, `${scopePrefix(scope)}/`)).map((u) => u.key)),
   };
