@@ -23,9 +23,11 @@ const VARIANT_SCENARIOS = {
    * at each fault point with subtasks on two threads, recovery's own points included; these
    * add what that one does not: a commit cut between two of its operations, parallelism
    * changing 4 → 2 → 3 → 2 with every index's work pending and the order of recovery held
-   * across threads, load at parallelism 4, and kills at random moments and parallelisms.
+   * across threads, load at parallelism 4, kills at random moments and parallelisms, and a
+   * paused owner (`zombie`), whose pause can catch the other thread in the middle of a write,
+   * holding what it holds (a SQLite write lock, a session) until it is resumed.
    */
-  threads: ["kill-inside-commit", "restore-across-owners", "volume", "chaos"],
+  threads: ["kill-inside-commit", "restore-across-owners", "volume", "chaos", "zombie"],
   /**
    * The S3 file sink on a second S3 implementation (moto), with checkpoints on S3. Servers
    * differ in how they answer a repeated or impossible `CompleteMultipartUpload` and in
