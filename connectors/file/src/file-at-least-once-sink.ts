@@ -20,7 +20,12 @@ import { RollingParts } from "./rolling-parts.ts";
  */
 export class FileAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, ordered: true };
+  override readonly capabilities: SinkCapabilities = {
+    rescale: true,
+    abortsLingering: true,
+    ordered: true,
+    fences: true,
+  };
   private readonly writer: RecoverableWriter;
   private readonly parts: RollingParts<T>;
   private ctx: SinkContext | undefined;

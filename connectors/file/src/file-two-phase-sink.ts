@@ -36,7 +36,12 @@ export interface FileTransaction {
  * state references. The writer is the port to the storage (local disk, S3).
  */
 export class FileTwoPhaseSink<T> extends TwoPhaseCommitSink<T, FileTransaction> {
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, ordered: true };
+  override readonly capabilities: SinkCapabilities = {
+    rescale: true,
+    abortsLingering: true,
+    ordered: true,
+    fences: true,
+  };
   private readonly writer: RecoverableWriter;
   private readonly parts: RollingParts<T>;
 

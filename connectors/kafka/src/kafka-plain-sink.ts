@@ -46,7 +46,7 @@ interface SendSettings {
  */
 export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   /** No state to spread, so any parallelism restores; no transactions, so nothing lingers. */
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false, fences: true };
   private readonly sinkOptions: KafkaWriteOptions<T>;
   private readonly writer: RecordWriter<T>;
   private readonly send: SendSettings;

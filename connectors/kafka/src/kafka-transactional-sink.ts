@@ -81,7 +81,7 @@ interface LiveTransaction {
  */
 export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransactionState> {
   override readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, fences: true };
   private readonly sinkOptions: KafkaTransactionalSinkOptions<T>;
   private readonly prefix: string;
   private readonly timeoutMs: number;

@@ -32,7 +32,7 @@ export type PostgresAtLeastOnceSinkOptions<T> = Omit<PostgresSinkOptions<T>, "na
  */
 export class PostgresAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false, fences: true };
   private readonly options: PostgresAtLeastOnceSinkOptions<T>;
   private readonly mapping: CompiledMapping<T>;
   private readonly bookkeepingSchema: string;

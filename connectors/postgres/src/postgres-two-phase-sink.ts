@@ -71,7 +71,12 @@ async function openSession(connect: PostgresConnect, purpose: string): Promise<P
  * indexes that no longer exist after a rescale. Needs `max_prepared_transactions` > 0.
  */
 export class PostgresTwoPhaseSink<T> extends TwoPhaseCommitSink<T, PostgresTransaction> {
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, atomicCommits: true };
+  override readonly capabilities: SinkCapabilities = {
+    rescale: true,
+    abortsLingering: true,
+    atomicCommits: true,
+    fences: true,
+  };
   private readonly connect: PostgresConnect;
   private readonly configuredName: string | undefined;
   private readonly mapping: CompiledMapping<T>;

@@ -37,7 +37,12 @@ export type PostgresWriteAheadSinkOptions<T> = PostgresSinkOptions<T>;
  * is 0.
  */
 export class PostgresWriteAheadSink<T> extends GenericWriteAheadSink<T, string> {
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, atomicCommits: true };
+  override readonly capabilities: SinkCapabilities = {
+    rescale: true,
+    abortsLingering: true,
+    atomicCommits: true,
+    fences: true,
+  };
   private readonly connect: PostgresConnect;
   private readonly configuredName: string | undefined;
   private readonly mapping: CompiledMapping<T>;

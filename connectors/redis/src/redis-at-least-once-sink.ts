@@ -39,7 +39,7 @@ export interface RedisAtLeastOnceSinkOptions<T> extends RedisSinkCommonOptions {
  */
 export class RedisAtLeastOnceSink<T> extends FlushingSink<T> {
   readonly guarantee = DeliveryGuarantee.AT_LEAST_ONCE;
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: false, fences: true };
   private readonly connect: RedisConnect;
   private readonly keyPrefix: string;
   private readonly operationsOf: (record: T) => RedisOperation | readonly RedisOperation[];

@@ -5,6 +5,7 @@ import {
   type RecordPosition,
   RecordWriteError,
   requirePositiveInteger,
+  type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
   type Upsert,
@@ -64,6 +65,8 @@ export function sourceOffsetVersion(_record: unknown, position: RecordPosition):
  * next to the data key (see `key-names.ts`); it costs one small string key per data key.
  */
 export class RedisUpsertSink<T> extends IdempotentSink<T> {
+  // Sharded, every script checks the subtask's fence (fences.ts, I9).
+  override readonly capabilities: SinkCapabilities = { rescale: true, upserts: true, fences: true };
   private readonly connect: RedisConnect;
   private readonly keyPrefix: string;
   private readonly keyOfRecord: (record: T) => string;

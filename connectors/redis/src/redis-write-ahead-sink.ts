@@ -68,7 +68,7 @@ const GAP_ATTEMPTS = 3;
  * operations twice.
  */
 export class RedisWriteAheadSink<T> extends GenericWriteAheadSink<T, LoggedOperations> {
-  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true };
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, fences: true };
   private readonly connect: RedisConnect;
   private readonly keyPrefix: string;
   private readonly configuredName: string | undefined;

@@ -14,6 +14,8 @@ const cli = fileURLToPath(new URL("../../../test/e2e/fixtures/exactly-cli.ts", i
 const jobModule = fileURLToPath(new URL("../../../docs/operating/job-module.ts", import.meta.url));
 // A job module whose keyed stage "counter" is there with IDENTITY_JOB_COUNTER=1 only.
 const identityJob = fileURLToPath(new URL("./fixtures/identity-job.ts", import.meta.url));
+// A job module whose sink does not declare capabilities.fences.
+const unfencedJob = fileURLToPath(new URL("./fixtures/unfenced-job.ts", import.meta.url));
 
 /** `exactly run` in `dir`: the module writes ./out and ./checkpoints there. */
 function startRun(dir: string, ...args: string[]) {
@@ -93,6 +95,20 @@ describe("exactly run", () => {
     const run = startRun(out, jobModule, "--export", "nothing");
     expect(await run.exited).toBe(2);
     expect(run.stderr()).toContain("no function export named nothing");
+  });
+
+  it("I9: refuses to run a sink that does not declare capabilities.fences as a shard, naming the sink, before it writes; runs it unsharded", async () => {
+    const sharded = await mkdtemp(join(tmpdir(), "exactly-run-unfenced-"));
+    const refused = startRun(sharded, unfencedJob, "--shard", "0/1");
+    expect(await refused.exited).toBe(2);
+    expect(refused.stderr()).toMatch(/shard: sink appender \(AppendingSink\) does not declare capabilities\.fences/);
+    expect(await readdir(sharded)).not.toContain("out");
+
+    const plain = await mkdtemp(join(tmpdir(), "exactly-run-unfenced-"));
+    const run = startRun(plain, unfencedJob);
+    expect(await run.exited, run.stderr()).toBe(0);
+    const ids = (await readFile(join(plain, "out", "ids.txt"), "utf8")).split("\n").filter(Boolean).map(Number);
+    expect(new Set(ids).size).toBe(300);
   });
 
   it("I10: refuses to start without a removed operator's checkpointed state, naming it, until --allow-non-restored-state names it", async () => {

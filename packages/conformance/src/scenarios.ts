@@ -227,6 +227,10 @@ export function planScenarios(
       ? undefined
       : `${article(sink.lifecycle)} ${sink.lifecycle} sink never reaches the ${point} fault point`;
   const canRescale = sink.capabilities.rescale === true;
+  const unfenced =
+    sink.capabilities.fences === true
+      ? undefined
+      : "the sink does not declare capabilities.fences: not safe to run sharded, and exactly run --shard refuses it (docs/writing-a-sink.md, Fencing)";
   const rescale = canRescale ? undefined : "the sink does not declare capabilities.rescale";
   // The two-phase and write-ahead bases record pending work in their state; the suite sees it
   // only there (an idempotent or flushing sink has none).
@@ -608,6 +612,7 @@ export function planScenarios(
         shards: "zombie",
         requires: ["restoredState"],
       },
+      notApplicable: unfenced,
     },
     {
       plan: {
@@ -618,6 +623,7 @@ export function planScenarios(
         runs: [],
         shards: "double-identity",
       },
+      notApplicable: unfenced,
     },
     {
       plan: {

@@ -142,6 +142,17 @@ describe("the suite reads the sink's own declarations", () => {
     expect(skip("rescale-down")).toBe("the sink does not declare capabilities.rescale");
     expect(skip("transaction-timeout")).toBe("only exactly-once sinks hold transactions");
     expect(selected.find((s) => s.plan.name === "chaos")?.plan.description).not.toContain("parallelisms");
+    // No fences declared: not safe to run sharded, so the two shard scenarios do not apply.
+    for (const name of ["zombie", "double-identity"])
+      expect(skip(name)).toMatch(/does not declare capabilities\.fences: not safe to run sharded/);
+    const fenced = toyDeclaring(
+      "toy sink with fences",
+      { guarantee: DeliveryGuarantee.EXACTLY_ONCE, capabilities: { rescale: true, fences: true } },
+      {},
+    );
+    const withFences = selectScenarios(fenced, { seed: 7 });
+    expect(withFences.find((s) => s.plan.name === "zombie")?.skipReason).toBeUndefined();
+    expect(withFences.find((s) => s.plan.name === "double-identity")?.skipReason).toBeUndefined();
 
     // The lifecycle comes from the base class: IdempotentSink passes no transaction fault points.
     expect(idempotent.lifecycle).toBeUndefined();
@@ -160,7 +171,7 @@ describe("the suite reads the sink's own declarations", () => {
       capabilities: { rescale: true, abortsLingering: true, atomicCommits: true },
     });
     expect(tests[0]?.name).toBe(
-      "sink declarations (ToySink: EXACTLY_ONCE, two-phase-commit, capabilities rescale abortsLingering atomicCommits)",
+      "sink declarations (ToySink: EXACTLY_ONCE, two-phase-commit, capabilities rescale abortsLingering atomicCommits fences)",
     );
     expect(tests.slice(1).map((t) => t.name)).toContain("crash-after-begin");
     expect(tests.filter((t) => t.skipped).map((t) => t.name)).toEqual([

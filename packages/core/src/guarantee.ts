@@ -25,4 +25,15 @@ export interface SinkCapabilities {
    * ever sees part of one. Kafka (markers per partition) and rolling part files do not.
    */
   readonly atomicCommits?: boolean;
+  /**
+   * Safe to run sharded (I9, docs/design.md §3): once a successor took the shard, nothing a
+   * paused owner does after it resumes becomes visible or is left behind. A sink earns it
+   * by fencing its writes with `SinkContext.ownership` ({@link SinkFence} does the
+   * bookkeeping), or by writes a stale owner cannot make count (versioned upserts that never
+   * move back). No base class declares it for you. Undeclared, a sharded job refuses the
+   * sink (`ConfigurationError` naming `shard`) and the conformance suite reports `zombie`
+   * and `double-identity` as not applicable: a sink is safe unsharded first, and sharded
+   * once it says so and the suite agrees.
+   */
+  readonly fences?: boolean;
 }

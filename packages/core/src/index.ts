@@ -112,7 +112,14 @@ export {
   type SinkFactory,
   writeEachRecord,
 } from "./sinks/sink.ts";
-export { fencedSubtaskIndexes } from "./sinks/sink-fences.ts";
+export {
+  type AsyncFenceStore,
+  AsyncSinkFence,
+  type FenceStore,
+  fencedSubtaskIndexes,
+  SinkFence,
+  type StoredEpoch,
+} from "./sinks/sink-fences.ts";
 export {
   type CommitContext,
   type TransactionContext,

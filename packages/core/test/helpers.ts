@@ -6,7 +6,9 @@ import {
   type Batch,
   FileSystemCheckpointStorage,
   type Logger,
+  type SinkCapabilities,
   type SinkContext,
+  SinkFence,
   type TransactionContext,
   TwoPhaseCommitSink,
   writeEachRecord,
@@ -22,6 +24,8 @@ export class MemoryStore {
   readonly open = new Map<string, unknown[]>();
   readonly prepared = new Map<string, unknown[]>();
   readonly committedIds = new Set<string>();
+  /** Each sink subtask's fence (`<sink>-<index>` to epoch), in a sharded job. */
+  readonly fences = new Map<string, number>();
   readonly log: string[] = [];
 }
 
@@ -29,8 +33,9 @@ export interface MemoryTxn {
   readonly id: string;
 }
 
-/** A correct two-phase-commit sink over {@link MemoryStore}, for runtime tests. */
+/** A correct two-phase-commit sink over {@link MemoryStore}, for runtime tests; fenced when sharded. */
 export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
+  override readonly capabilities: SinkCapabilities = { rescale: true, abortsLingering: true, fences: true };
   readonly store: MemoryStore;
 
   constructor(store: MemoryStore, options: { transactionTimeoutMs?: number } = {}) {
@@ -38,7 +43,21 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
     this.store = store;
   }
 
+  /** Each call runs to its end without yielding: the check and the write are one step, as in one transaction. */
+  private get fence(): SinkFence {
+    const { sinkId } = this.context;
+    return new SinkFence(this.context, {
+      read: (index) => this.store.fences.get(`${sinkId}-${index}`),
+      write: (index, epoch) => this.store.fences.set(`${sinkId}-${index}`, epoch),
+    });
+  }
+
+  protected override raiseFences(): void {
+    this.fence.raise();
+  }
+
   protected beginTransaction(ctx: TransactionContext): MemoryTxn {
+    this.fence.check();
     const id = `${ctx.sinkId}-${ctx.subtask}-${ctx.checkpointId}`;
     this.store.open.set(id, []);
     this.store.log.push(`begin ${id}`);
@@ -51,12 +70,14 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
   }
 
   protected writeRecord(txn: MemoryTxn, record: T): void | Promise<void> {
+    this.fence.check();
     const rows = this.store.open.get(txn.id);
     if (!rows) throw new Error(`transaction ${txn.id} is not open`);
     rows.push(record);
   }
 
   protected async preCommit(txn: MemoryTxn): Promise<void> {
+    this.fence.check();
     const rows = this.store.open.get(txn.id) ?? [];
     this.store.open.delete(txn.id);
     this.store.prepared.set(txn.id, rows);
@@ -64,6 +85,7 @@ export class MemorySink<T> extends TwoPhaseCommitSink<T, MemoryTxn> {
   }
 
   protected async commit(txn: MemoryTxn): Promise<void> {
+    this.fence.check();
     if (this.store.committedIds.has(txn.id)) return;
     const rows = this.store.prepared.get(txn.id);
     if (!rows) throw new Error(`transaction ${txn.id} is not prepared`);

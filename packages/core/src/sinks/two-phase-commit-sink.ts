@@ -142,6 +142,15 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   protected abortLingering(_restored: LingeringContext<TXN>): Promise<void> {
     return Promise.resolve();
   }
+
+  /**
+   * In a sharded job, once the restored work is committed and before lingering work is
+   * aborted: raises this subtask's fences to its epoch ({@link SinkFence.raise}, in a
+   * transaction of your store), so an older owner's next checked write is refused and what
+   * it wrote before is there for `abortLingering` to find (I9, docs/design.md §3). A sink
+   * that fences declares `capabilities.fences`; not called outside a sharded job.
+   */
+  protected raiseFences(_restored: LingeringContext<TXN>): Promise<void> | void {}
   // #endregion hooks
 
   protected encodeTransaction(txn: TXN): unknown {
@@ -185,6 +194,9 @@ export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
         );
       }
     }
+    // Raised before the cleanup looks for lingering work: an older owner still running is
+    // refused from here on, and whatever it did before is there for the cleanup to find.
+    if (context.ownership) await this.raiseFences(restored);
     reachFault("during-lingering-abort");
     await this.abortLingering(restored);
     // A renamed sink's old name may have begun work after the checkpoint too (I10).

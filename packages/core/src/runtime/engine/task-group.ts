@@ -265,6 +265,17 @@ export class TaskGroup {
           `set the job's checkpointing to "exactly-once", or the sink's guarantee to AT_LEAST_ONCE`,
       );
     }
+    // A sink that does not say it fences could let a paused owner's writes through after a
+    // successor took the shard (I9): refused before it opens, never run and hoped for.
+    if (options.ownership && sink.capabilities.fences !== true) {
+      throw new ConfigurationError(
+        "shard",
+        `sink ${stage.id} (${sink.constructor.name}) does not declare capabilities.fences, so it may not run ` +
+          `sharded: a paused owner resumed after a successor took its shard could still make writes visible or ` +
+          `leave them behind (I9). Run the job unsharded, or fence the sink's writes (docs/writing-a-sink.md, ` +
+          `"Fencing") and declare fences: true`,
+      );
+    }
     return new SinkTask({
       key,
       storage: options.storage,
