@@ -2,13 +2,13 @@
 // unknown flag, a wrong path, a server nothing listens on): each is refused with exit code 2,
 // one line on stderr that points to the command's --help, nothing on stdout, and no hang (each
 // case is bounded; a refusal comes before anything runs, so each ends in milliseconds). The
-// command runs in the test's process, through main() as bin/exactly.js calls it, so the table
-// costs no process starts; exit-codes.test.ts checks the exit code of a real process.
+// command runs in the test's process, through main() as bin/exactly.js calls it (runMain), so
+// the table costs no process starts; exit-codes.test.ts checks the exit code of a real process.
 
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { main } from "@exactly/cli";
+import { runMain as exactly } from "@exactly/testkit/run-cli";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 /** A case still running after this is hanging: it fails. */
@@ -16,43 +16,9 @@ const BOUND_MS = 10_000;
 /** A port nothing listens on: a stopped server, as a client sees it. */
 const NOTHING_LISTENS = "127.0.0.1:1";
 
-interface Run {
-  readonly code: number | string | null | undefined;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** main() on `args`, without the server addresses of the environment (the table gives its own). */
-async function exactly(args: readonly string[]): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const out = (chunk: unknown) => {
-    stdout += typeof chunk === "string" ? chunk : String(chunk);
-    return true;
-  };
-  const err = (chunk: unknown) => {
-    stderr += typeof chunk === "string" ? chunk : String(chunk);
-    return true;
-  };
-  vi.spyOn(process.stdout, "write").mockImplementation(out);
-  vi.spyOn(process.stderr, "write").mockImplementation(err);
-  vi.spyOn(console, "log").mockImplementation((...line: unknown[]) => out(`${line.join(" ")}\n`));
-  vi.spyOn(console, "error").mockImplementation((...line: unknown[]) => err(`${line.join(" ")}\n`));
-  const saved = Object.entries(process.env).filter(([name]) => name.startsWith("EXACTLY_"));
-  for (const [name] of saved) delete process.env[name];
-  const before = process.exitCode;
-  try {
-    await main(["node", "exactly", ...args]);
-    return { code: process.exitCode, stdout, stderr };
-  } finally {
-    process.exitCode = before;
-    for (const [name, value] of saved) process.env[name] = value;
-  }
-}
 
 let file: string;
 let dir: string;
