@@ -47,7 +47,8 @@ export interface WindowSumResult {
 }
 
 /**
- * Imports the window-sum example, or fails with the command that installs it. Only a missing
+ * Imports the window-sum example, or fails saying how to get it: nothing is on npm yet, so
+ * from a clone, packed as the getting-started guide packs the other packages. Only a missing
  * example is reported so; an installed example that fails to load (say, it lacks a dependency)
  * fails with its own error.
  */
@@ -59,8 +60,9 @@ export async function loadWindowSumExample(specifier: string = WINDOW_SUM_EXAMPL
     if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${specifier}'`)) {
       throw new ConfigurationError(
         "exactly demo kafka",
-        `runs the example ${specifier}, which is not installed; ` +
-          `install it next to @exactly/cli: npm install ${specifier}`,
+        `runs the example ${specifier}, which is not installed and not on npm: in a clone of the repository, ` +
+          `pack examples/kafka-window-sum and connectors/kafka as docs/getting-started.md packs the others ` +
+          `(pnpm pack --pack-destination <dir>), then npm install their .tgz files next to @exactly/cli`,
       );
     }
     throw error;
