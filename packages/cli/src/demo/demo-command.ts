@@ -4,13 +4,23 @@
  * `--sink` target (targets/) and counts lost and duplicated records.
  */
 import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { resolve } from "node:path";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import { checkServer } from "../server-check.ts";
-import type { DemoJobConfig } from "./demo-job-config.ts";
-import { DEMO_SINKS, type DemoOptions, type DemoSinkName, type DemoSummary } from "./demo-options.ts";
+import { DEMO_MAX_PARALLELISM, type DemoJobConfig } from "./demo-job-config.ts";
+import {
+  DEMO_MAX_KILLS,
+  DEMO_MAX_RECORDS,
+  DEMO_SINKS,
+  type DemoOptions,
+  type DemoSinkName,
+  type DemoSummary,
+} from "./demo-options.ts";
 import { prepareOut, previousDemo } from "./demo-out.ts";
+import { checkDiskRoom } from "./disk-room.ts";
 import { planKills } from "./kill-plan.ts";
-import { type ShardedRun, superviseShards } from "./shard-supervisor.ts";
+import { rescaleTarget, type ShardedRun, superviseShards } from "./shard-supervisor.ts";
 import { type SupervisedRun, superviseDemo } from "./supervisor.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
@@ -40,12 +50,31 @@ export function defaultRate(records: number, kills: number, checkpointing: Check
   return Math.max(1, Math.ceil(records / seconds));
 }
 
+/** Runs the demo and checks its output. Everything it refuses, it refuses before it makes the output directory. */
 export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
   const { checkpointing, guarantee, guaranteeName } = deliveryOf(options);
   checkCounts(options);
   const sink = sinkOf(options.sink);
   const target = DEMO_TARGETS[sink];
-  const settings = target.settings(options, await previousDemo(options.out));
+  const previous = await previousDemo(options.out);
+  const settings = target.settings(options, previous);
+  const ratePerSecond =
+    options.rate === undefined ? defaultRate(options.records, options.kills, checkpointing) : options.rate || undefined;
+  const underLoad = options.kills > 0 && ratePerSecond === undefined;
+  const checkpointIntervalMs = underLoad ? UNPACED_CHECKPOINT_INTERVAL_MS : CHECKPOINT_INTERVAL_MS;
+  const bytesPerRecord = target.outBytesPerRecord?.({ records: options.records, keys: KEYS });
+  // A resumed run has part of its output on the disk already, which the estimate cannot tell apart.
+  if (bytesPerRecord !== undefined && previous === undefined) {
+    await checkDiskRoom(options.out === undefined ? tmpdir() : resolve(options.out), {
+      records: options.records,
+      bytesPerRecord,
+      ratePerSecond,
+      rateGiven: options.rate !== undefined,
+      kills: options.kills,
+      checkpointIntervalMs,
+      keepsReplays: guarantee === DeliveryGuarantee.AT_LEAST_ONCE,
+    });
+  }
   const server = target.server?.(settings);
   if (server) await checkServer(server);
   // A resumed run keeps what the earlier run committed: the check covers the whole history.
@@ -59,9 +88,6 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     ...target.identity(settings),
   });
   if (!resumed) await target.prepare(settings);
-  const ratePerSecond =
-    options.rate === undefined ? defaultRate(options.records, options.kills, checkpointing) : options.rate || undefined;
-  const underLoad = options.kills > 0 && ratePerSecond === undefined;
   const config: DemoJobConfig = {
     target: { sink, settings },
     records: options.records,
@@ -75,7 +101,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
       : { workers: options.workers }),
     guarantee,
     checkpointing,
-    checkpointIntervalMs: underLoad ? UNPACED_CHECKPOINT_INTERVAL_MS : CHECKPOINT_INTERVAL_MS,
+    checkpointIntervalMs,
     keys: KEYS,
     ratePerSecond,
     ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
@@ -147,18 +173,49 @@ function deliveryOf(options: DemoOptions) {
   return { checkpointing, guarantee, guaranteeName };
 }
 
+/**
+ * The counts, checked again for a caller that is not the parser (which refuses each alone), and
+ * together: the demo job runs --parallelism subtasks a stage in each of --shards processes, and
+ * then in each of the rescaled layout's, all within its key groups.
+ */
 function checkCounts(options: DemoOptions): void {
-  for (const [name, value, min] of [
-    ["--records", options.records, 1],
-    ["--kills", options.kills, 0],
-    ["--rate", options.rate ?? 0, 0],
-    ["--parallelism", options.parallelism, 1],
-    ["--workers", options.workers ?? 1, 1],
-    ["--shards", options.shards ?? 1, 1],
+  for (const [name, value, min, max] of [
+    ["--records", options.records, 1, DEMO_MAX_RECORDS],
+    ["--kills", options.kills, 0, DEMO_MAX_KILLS],
+    ["--rate", options.rate ?? 0, 0, Number.MAX_SAFE_INTEGER],
+    ["--parallelism", options.parallelism, 1, DEMO_MAX_PARALLELISM],
+    ["--workers", options.workers ?? 1, 1, Number.MAX_SAFE_INTEGER],
+    ["--shards", options.shards ?? 1, 1, Number.MAX_SAFE_INTEGER],
   ] as const) {
-    if (!Number.isInteger(value) || value < min) {
-      throw new ConfigurationError(name, `must be an integer ≥ ${min}, got ${value}`);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigurationError(
+        name,
+        max === Number.MAX_SAFE_INTEGER
+          ? `must be an integer ≥ ${min}, got ${value}`
+          : `must be ${min} to ${max}, got ${value}`,
+      );
     }
+  }
+  if (options.shards === undefined) return;
+  const most = Math.floor(DEMO_MAX_PARALLELISM / options.parallelism);
+  const rule = `shards × --parallelism at most ${DEMO_MAX_PARALLELISM}, the job's key groups`;
+  if (most < rescaleTarget(1)) {
+    throw new ConfigurationError(
+      "--shards",
+      `no shard count fits --parallelism ${options.parallelism} (${rule}, and the rescale from 1 runs 2): give --parallelism ${DEMO_MAX_PARALLELISM / 2} or less`,
+    );
+  }
+  if (options.shards > most) {
+    throw new ConfigurationError(
+      "--shards",
+      `must be 1 to ${most} with --parallelism ${options.parallelism} (${rule}), got ${options.shards}`,
+    );
+  }
+  if (options.metricsPort !== undefined) {
+    throw new ConfigurationError(
+      "--metrics-port",
+      `one port cannot serve the ${options.shards} shard processes of --shards: give one of the two`,
+    );
   }
 }
 

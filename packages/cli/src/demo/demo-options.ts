@@ -8,6 +8,17 @@ export type DemoSinkName = (typeof DEMO_SINKS)[number];
 
 /** The records the demo job generates without --records. */
 export const DEMO_DEFAULT_RECORDS = 1_000_000;
+/**
+ * The most records a demo job generates: its progress counter, shared by the worker threads,
+ * and the check's table of ids are 32-bit.
+ */
+export const DEMO_MAX_RECORDS = 2 ** 31 - 1;
+/**
+ * The most kills a demo takes. A kill costs a restart and, paced, about 2 s of run (four
+ * checkpoints between two kills), so 1,000 is a run of over half an hour; a larger number is
+ * a typo, and the plan of a billion kills alone would not fit in memory.
+ */
+export const DEMO_MAX_KILLS = 1000;
 
 export interface DemoOptions {
   readonly records: number;

@@ -35,6 +35,11 @@ export interface ShardSupervisorOptions {
   readonly progress: boolean;
 }
 
+/** The shard count the demo rescales to from `shards`: one fewer, or 2 from 1. */
+export function rescaleTarget(shards: number): number {
+  return shards > 1 ? shards - 1 : 2;
+}
+
 /** One process running one shard. */
 interface ShardProcess {
   readonly shard: number;
@@ -62,7 +67,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   const random = seededRandom(options.seed ^ 0x5a17);
   const startedAt = Date.now();
   let layout = options.shards;
-  const rescaledTo = layout > 1 ? layout - 1 : 2;
+  const rescaledTo = rescaleTarget(layout);
   let peakRssKb = 0;
   let recoveries = 0;
   let restoredFromCheckpoint = 0;
