@@ -9,8 +9,15 @@ import { ConfigurationError } from "@exactly/core";
 import { type Command, Option } from "commander";
 import { integer, integerAtLeast, integerBetween, port, writableFile } from "../flag-parsers.ts";
 import { runDemo } from "./demo-command.ts";
+import { DemoInterruptedError, watchStopSignals } from "./demo-interrupt.ts";
 import { DEMO_MAX_PARALLELISM } from "./demo-job-config.ts";
-import { DEMO_DEFAULT_RECORDS, DEMO_MAX_KILLS, DEMO_MAX_RECORDS, DEMO_SINKS } from "./demo-options.ts";
+import {
+  DEMO_DEFAULT_RECORDS,
+  DEMO_MAX_KILLS,
+  DEMO_MAX_RECORDS,
+  DEMO_SINKS,
+  type DemoSummary,
+} from "./demo-options.ts";
 import { formatSummary } from "./summary-printer.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 import { formatKafkaSummary, KAFKA_DEFAULT_EVENTS, KAFKA_FLAGS, runKafkaDemo } from "./targets/kafka-target.ts";
@@ -124,14 +131,30 @@ export function addDemoCommands(program: Command): void {
     .action(async (opts) => {
       if (opts.kafka) return kafkaDemo(opts);
       const seed = opts.seed ?? randomSeed();
-      const summary = await runDemo({
-        ...opts,
-        records: opts.records ?? DEMO_DEFAULT_RECORDS,
-        seed,
-        json: opts.json !== undefined,
-        keep: opts.keep === true,
-        progress: true,
-      });
+      const signals = watchStopSignals();
+      let summary: DemoSummary;
+      try {
+        summary = await runDemo(
+          {
+            ...opts,
+            records: opts.records ?? DEMO_DEFAULT_RECORDS,
+            seed,
+            json: opts.json !== undefined,
+            keep: opts.keep === true,
+            progress: true,
+          },
+          signals.signal,
+        );
+      } catch (error) {
+        if (!(error instanceof DemoInterruptedError)) throw error;
+        signals.dispose();
+        console.error(error.message);
+        // Ended by the signal's default action, as a shell expects of a process a signal stopped.
+        process.kill(process.pid, error.signal);
+        return;
+      } finally {
+        signals.dispose();
+      }
       console.log(formatSummary(summary));
       await printJson(opts.json, summary);
       if (!summary.ok) process.exitCode = 1;

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import { checkServer } from "../server-check.ts";
+import { DemoInterruptedError, StopRequested, throwIfStopped } from "./demo-interrupt.ts";
 import { DEMO_MAX_PARALLELISM, type DemoJobConfig } from "./demo-job-config.ts";
 import {
   DEMO_MAX_KILLS,
@@ -50,8 +51,12 @@ export function defaultRate(records: number, kills: number, checkpointing: Check
   return Math.max(1, Math.ceil(records / seconds));
 }
 
-/** Runs the demo and checks its output. Everything it refuses, it refuses before it makes the output directory. */
-export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+/**
+ * Runs the demo and checks its output. Everything it refuses, it refuses before it makes the
+ * output directory. `stop`, aborted with a signal's name (demo-interrupt.ts), ends the run:
+ * its processes SIGKILLed, a temp output removed, and DemoInterruptedError thrown.
+ */
+export async function runDemo(options: DemoOptions, stop?: AbortSignal): Promise<DemoSummary> {
   const { checkpointing, guarantee, guaranteeName } = deliveryOf(options);
   checkCounts(options);
   const sink = sinkOf(options.sink);
@@ -87,72 +92,95 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     sink,
     ...target.identity(settings),
   });
-  if (!resumed) await target.prepare(settings);
-  const config: DemoJobConfig = {
-    target: { sink, settings },
-    records: options.records,
-    out,
-    parallelism: options.parallelism,
-    // Shard processes share the machine's cores: one event loop each unless --workers says otherwise.
-    ...(options.workers === undefined
-      ? options.shards === undefined
-        ? {}
-        : { workers: 1 }
-      : { workers: options.workers }),
-    guarantee,
-    checkpointing,
-    checkpointIntervalMs,
-    keys: KEYS,
-    ratePerSecond,
-    ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
-  };
-  const plan = planKills(options.kills, options.records, options.seed);
-  const run =
-    options.shards === undefined
-      ? await superviseDemo({ config, plan, resumed, progress: options.progress })
-      : await superviseShards({ config, plan, shards: options.shards, seed: options.seed, progress: options.progress });
-  const sharded = isSharded(run) ? { shards: run.shards, rescaledTo: run.rescaledTo, zombie: run.zombie } : undefined;
-  const { check, leftOpen, fields } = await target.verify(settings, {
-    records: options.records,
-    keys: KEYS,
-    guarantee,
-    out,
-  });
-  // A temp directory of 30 MB a run is not left behind unasked: --out or --keep keeps it.
+  // A temp directory of 30 MB a run is not left behind unasked, however the run ends: --out or
+  // --keep keeps it.
   const outRemoved = options.out === undefined && options.keep !== true;
-  if (outRemoved) await rm(out, { recursive: true, force: true });
-  return {
-    ...check,
-    sink,
-    ...fields,
-    records: options.records,
-    guarantee: guaranteeName,
-    checkpointing,
-    seed: options.seed,
-    resumed,
-    resumedFromCheckpoint: run.resumedFrom ?? null,
-    kills: run.killed,
-    recoveries: run.recoveries,
-    restoredFromCheckpoint: run.restoredFromCheckpoint,
-    checkpoints: run.checkpoints,
-    elapsedSeconds: run.elapsedSeconds,
-    recordsPerSecond: Math.round(options.records / run.elapsedSeconds),
-    peakRssMb: Math.round(run.peakRssKb / 1024),
-    ratePerSecond: ratePerSecond ?? null,
-    parallelism: options.parallelism,
-    workers: run.workers,
-    out,
-    outRemoved,
-    ...sharded,
-    ok:
-      check.lost === 0 &&
-      check.duplicated === 0 &&
-      check.phantom === 0 &&
-      check.keysWithBadSequence === 0 &&
-      leftOpen === 0 &&
-      // A sharded run that did not get its zombie resumed and fenced showed nothing of it.
-      (sharded === undefined || (sharded.zombie.resumed && sharded.zombie.fenced)),
-  };
+  try {
+    if (!resumed) await target.prepare(settings);
+    const config: DemoJobConfig = {
+      target: { sink, settings },
+      records: options.records,
+      out,
+      parallelism: options.parallelism,
+      // Shard processes share the machine's cores: one event loop each unless --workers says otherwise.
+      ...(options.workers === undefined
+        ? options.shards === undefined
+          ? {}
+          : { workers: 1 }
+        : { workers: options.workers }),
+      guarantee,
+      checkpointing,
+      checkpointIntervalMs,
+      keys: KEYS,
+      ratePerSecond,
+      ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
+    };
+    const plan = planKills(options.kills, options.records, options.seed);
+    throwIfStopped(stop);
+    const run =
+      options.shards === undefined
+        ? await superviseDemo({ config, plan, resumed, progress: options.progress, ...(stop ? { stop } : {}) })
+        : await superviseShards({
+            config,
+            plan,
+            shards: options.shards,
+            seed: options.seed,
+            progress: options.progress,
+            ...(stop ? { stop } : {}),
+          });
+    const sharded = isSharded(run) ? { shards: run.shards, rescaledTo: run.rescaledTo, zombie: run.zombie } : undefined;
+    const { check, leftOpen, fields } = await target.verify(settings, {
+      records: options.records,
+      keys: KEYS,
+      guarantee,
+      out,
+    });
+    throwIfStopped(stop);
+    return {
+      ...check,
+      sink,
+      ...fields,
+      records: options.records,
+      guarantee: guaranteeName,
+      checkpointing,
+      seed: options.seed,
+      resumed,
+      resumedFromCheckpoint: run.resumedFrom ?? null,
+      kills: run.killed,
+      recoveries: run.recoveries,
+      restoredFromCheckpoint: run.restoredFromCheckpoint,
+      checkpoints: run.checkpoints,
+      elapsedSeconds: run.elapsedSeconds,
+      recordsPerSecond: Math.round(options.records / run.elapsedSeconds),
+      peakRssMb: Math.round(run.peakRssKb / 1024),
+      ratePerSecond: ratePerSecond ?? null,
+      parallelism: options.parallelism,
+      workers: run.workers,
+      out,
+      outRemoved,
+      ...sharded,
+      ok:
+        check.lost === 0 &&
+        check.duplicated === 0 &&
+        check.phantom === 0 &&
+        check.keysWithBadSequence === 0 &&
+        leftOpen === 0 &&
+        // A sharded run that did not get its zombie resumed and fenced showed nothing of it.
+        (sharded === undefined || (sharded.zombie.resumed && sharded.zombie.fenced)),
+    };
+  } catch (error) {
+    const where = outRemoved
+      ? `its temp output ${out} was removed (--keep keeps it)`
+      : options.out === undefined
+        ? `its output is kept in ${out}`
+        : `its output is kept in ${out}: the same command resumes it`;
+    if (error instanceof StopRequested) throw new DemoInterruptedError(error.signal, where);
+    // A failure with the output kept: where to look. Bad input needs no post-mortem.
+    if (!outRemoved && !(error instanceof ConfigurationError)) console.error(`exactly demo: ${where}`);
+    throw error;
+  } finally {
+    if (outRemoved) await rm(out, { recursive: true, force: true });
+  }
 }
 
 /**

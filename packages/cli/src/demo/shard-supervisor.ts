@@ -13,10 +13,11 @@ import { join } from "node:path";
 import { declareRescale, FileSystemCheckpointStorage } from "@exactly/core";
 import { seededRandom, siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
+import { stopSignalWithin, throwIfStopped } from "./demo-interrupt.ts";
 import { CHECKPOINT_DIR, DEMO_LEASE_MS, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
-import { DemoFailedError, type SupervisedRun } from "./supervisor.ts";
+import { DemoFailedError, SIGINT_GRACE_MS, type SupervisedRun } from "./supervisor.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
 export interface ShardedRun extends SupervisedRun {
@@ -33,6 +34,8 @@ export interface ShardSupervisorOptions {
   readonly plan: readonly PlannedKill[];
   readonly seed: number;
   readonly progress: boolean;
+  /** Aborted by SIGINT or SIGTERM: every shard process is SIGKILLed, and StopRequested thrown once all are gone. */
+  readonly stop?: AbortSignal;
 }
 
 /** The shard count the demo rescales to from `shards`: one fewer, or 2 from 1. */
@@ -88,6 +91,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   bar?.start(config.records, 0, { shards: layout, killed: 0, planned: plan.length });
 
   const start = (shard: number): ShardProcess => {
+    throwIfStopped(options.stop);
     const shardConfig: DemoJobConfig = { ...config, shard: { index: shard, count: layout }, leaseMs: DEMO_LEASE_MS };
     const child = fork(worker.path, [], {
       env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(shardConfig) },
@@ -138,13 +142,31 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     eventsMs += Date.now() - from;
   };
   const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** Throws once a stop signal came, a shard failed, or a process ended that neither finished nor was stopped by the demo. */
+  const checkShards = async () => {
+    throwIfStopped(options.stop);
+    const failed = running.find((p) => p.outcome?.type === "failed");
+    if (failed?.outcome?.type === "failed") throw new DemoFailedError(`shard ${failed.shard}: ${failed.outcome.error}`);
+    // The demo's own kills and stops take the process out of `running` once it is gone, before
+    // this runs again: a process here that ended with no outcome crashed (or Ctrl-C ended it).
+    const ended = running.find((p) => !alive(p) && p.outcome === undefined);
+    if (ended) {
+      // Its last message may still be on its way, and Ctrl-C's SIGINT to the demo itself too.
+      await stopSignalWithin(options.stop, SIGINT_GRACE_MS);
+      throwIfStopped(options.stop);
+      if (ended.outcome === undefined) {
+        const { exitCode, signalCode } = ended.child;
+        throw new DemoFailedError(
+          `shard ${ended.shard}: its process ended (exit code ${exitCode}, signal ${signalCode})`,
+        );
+      }
+    }
+  };
   const until = async (check: () => boolean) => {
     while (!check()) {
       await wait(20);
       bar?.update(Math.min(read(), config.records), { shards: layout, killed });
-      const failed = running.find((p) => p.outcome?.type === "failed");
-      if (failed?.outcome?.type === "failed")
-        throw new DemoFailedError(`shard ${failed.shard}: ${failed.outcome.error}`);
+      await checkShards();
     }
   };
   /** Processes a kill can hit: running a shard, not finished (a finished one has nothing to lose). */
@@ -152,13 +174,18 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   /** The process of `shard` that is running it now (the newest one). */
   const current = (shard: number) => running.filter((p) => p.shard === shard && alive(p)).at(-1);
 
-  for (let shard = 0; shard < layout; shard++) start(shard);
+  // A stop ends every process at once; the loop then throws at its next check, or start() does.
+  const interrupt = () => {
+    for (const p of running) if (alive(p)) p.child.kill("SIGKILL");
+  };
+  options.stop?.addEventListener("abort", interrupt, { once: true });
   const zombieAt = Math.floor(config.records * 0.3);
   const rescaleAt = Math.floor(config.records * 0.6);
   const zombie = { shard: Math.floor(random() * layout), resumed: false, fenced: false };
   let zombieDone = false;
   let rescaled = false;
   try {
+    for (let shard = 0; shard < layout; shard++) start(shard);
     for (;;) {
       const progress = read();
       const next = plan[planned];
@@ -211,14 +238,17 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
         running.some((p) => p.shard === shard && p.outcome?.type === "finished"),
       );
       if (rescaled && finished.every(Boolean)) break;
-      await until(() => true);
+      await checkShards();
       await wait(20);
     }
     // A process standing by (the resumed zombie) takes the shard once its owner finished, finds
     // nothing left to read, and ends too.
     await Promise.all(running.map((p) => p.exited));
   } finally {
+    options.stop?.removeEventListener("abort", interrupt);
+    // Every process gone before the demo goes on: it removes the output they write to.
     for (const p of running) if (alive(p)) p.child.kill("SIGKILL");
+    await Promise.all(running.map((p) => p.exited));
     bar?.stop();
   }
   checkpointsBefore += running.reduce((sum, p) => sum + p.checkpoints, 0);
