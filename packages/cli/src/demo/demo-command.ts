@@ -147,6 +147,7 @@ export async function runDemo(options: DemoOptions, stop?: AbortSignal): Promise
       resumed,
       resumedFromCheckpoint: run.resumedFrom ?? null,
       kills: run.killed,
+      killsAsked: run.killsAsked,
       recoveries: run.recoveries,
       restoredFromCheckpoint: run.restoredFromCheckpoint,
       checkpoints: run.checkpoints,

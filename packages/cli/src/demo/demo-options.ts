@@ -67,9 +67,13 @@ export interface DemoSummary extends OutputCheck {
   readonly guarantee: string;
   readonly checkpointing: CheckpointingMode;
   readonly seed: number;
+  /** SIGKILLs delivered. */
   readonly kills: number;
+  /** --kills: more than `kills` when the run ended before the others landed, which the verdict says. */
+  readonly killsAsked: number;
+  /** Times the job started again after a kill or a failure. */
   readonly recoveries: number;
-  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  /** Recoveries that restored a completed checkpoint (the others started from the beginning): never more than `recoveries`. */
   readonly restoredFromCheckpoint: number;
   readonly checkpoints: number;
   /** This run continued one that `out` held (a killed demo started again with the same settings). */

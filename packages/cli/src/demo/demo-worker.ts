@@ -41,7 +41,7 @@ if (ready) run(ready.job, ready.workers);
 
 function run(job: StreamJob, workers: number): void {
   const client = job.start({
-    onStart: ({ restoredCheckpointId }) => send({ type: "started", restoredCheckpointId, workers }),
+    onStart: ({ attempt, restoredCheckpointId }) => send({ type: "started", attempt, restoredCheckpointId, workers }),
     onComplete: () => {
       checkpoints++;
     },

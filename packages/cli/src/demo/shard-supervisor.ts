@@ -47,6 +47,8 @@ export function rescaleTarget(shards: number): number {
 interface ShardProcess {
   readonly shard: number;
   readonly child: ChildProcess;
+  /** Started in place of a process the demo SIGKILLed: its first start is a recovery. */
+  readonly replacesKilled: boolean;
   checkpoints: number;
   started: boolean;
   /** Attempts that failed because the shard was taken from it (a lost lease, a fenced head). */
@@ -90,7 +92,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     : undefined;
   bar?.start(config.records, 0, { shards: layout, killed: 0, planned: plan.length });
 
-  const start = (shard: number): ShardProcess => {
+  const start = (shard: number, replacesKilled = false): ShardProcess => {
     throwIfStopped(options.stop);
     const shardConfig: DemoJobConfig = { ...config, shard: { index: shard, count: layout }, leaseMs: DEMO_LEASE_MS };
     const child = fork(worker.path, [], {
@@ -101,6 +103,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     const proc: ShardProcess = {
       shard,
       child,
+      replacesKilled,
       checkpoints: 0,
       started: false,
       fenced: false,
@@ -111,10 +114,15 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
       switch (message.type) {
         case "started":
           proc.started = true;
-          if (message.restoredCheckpointId !== undefined) restoredFromCheckpoint++;
+          // Only the start of a process that replaces a killed one, or of a new attempt after a
+          // failure, is a recovery: the first processes, the zombie's replacement and the
+          // rescaled layout restore checkpoints too, but recover from nothing.
+          if (replacesKilled || message.attempt > 1) {
+            recoveries++;
+            if (message.restoredCheckpointId !== undefined) restoredFromCheckpoint++;
+          }
           break;
         case "restarted":
-          recoveries++;
           if (LOST_SHARD.test(message.error)) proc.fenced = true;
           break;
         case "progress":
@@ -225,13 +233,12 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
         const victim = candidates[Math.floor(random() * candidates.length)];
         if (victim?.child.kill("SIGKILL")) {
           killed++;
-          recoveries++;
           await victim.exited;
           checkpointsBefore += victim.checkpoints;
           running = running.filter((p) => p !== victim);
           // As a StatefulSet does: the same shard again, at once. It takes the shard at once too:
           // the killed process is gone, which a process of the same machine can tell.
-          start(victim.shard);
+          start(victim.shard, true);
         }
       }
       const finished = Array.from({ length: layout }, (_, shard) =>
@@ -254,6 +261,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   checkpointsBefore += running.reduce((sum, p) => sum + p.checkpoints, 0);
   return {
     killed,
+    killsAsked: plan.length,
     recoveries,
     restoredFromCheckpoint,
     resumedFrom: undefined,

@@ -21,8 +21,14 @@ export class DemoFailedError extends ExactlyError {
 export interface SupervisedRun {
   /** SIGKILLs delivered (a planned kill can miss a child that has just ended). */
   readonly killed: number;
+  /** Kills the plan asked for: more than `killed` when the run ended before the others landed. */
+  readonly killsAsked: number;
+  /**
+   * Times the job started again after a kill (a new process) or a failure (a new attempt in its
+   * process). Counted when it started, as `restoredFromCheckpoint` is, so that the two add up.
+   */
   readonly recoveries: number;
-  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  /** Recoveries that restored a completed checkpoint (the others started from the beginning). */
   readonly restoredFromCheckpoint: number;
   /** The checkpoint the first attempt of a resumed run restored, if any. */
   readonly resumedFrom: number | undefined;
@@ -95,11 +101,12 @@ export async function superviseDemo({
         switch (message.type) {
           case "started":
             workers = message.workers;
-            if (message.restoredCheckpointId !== undefined && attempt > 1) restoredFromCheckpoint++;
-            if (attempt === 1 && resumed) resumedFrom = message.restoredCheckpointId;
-            break;
-          case "restarted":
-            recoveries++;
+            // A start of a new process after a kill, or of a new attempt after a failure, is a recovery.
+            if (attempt > 1 || message.attempt > 1) {
+              recoveries++;
+              if (message.restoredCheckpointId !== undefined) restoredFromCheckpoint++;
+            }
+            if (attempt === 1 && message.attempt === 1 && resumed) resumedFrom = message.restoredCheckpointId;
             break;
           case "progress": {
             checkpointsNow = message.checkpoints;
@@ -133,10 +140,7 @@ export async function superviseDemo({
       if (signal === "SIGINT") await stopSignalWithin(stop, SIGINT_GRACE_MS);
       throwIfStopped(stop);
       checkpointsBefore += checkpointsNow;
-      if (signal === "SIGKILL") {
-        recoveries++;
-        continue;
-      }
+      if (signal === "SIGKILL") continue;
       if (outcome?.type === "finished" && code === 0) {
         checkpointsBefore += Math.max(0, outcome.checkpoints - checkpointsNow);
         break;
@@ -151,6 +155,7 @@ export async function superviseDemo({
   const elapsedSeconds = (Date.now() - startedAt) / 1000;
   return {
     killed,
+    killsAsked: plan.length,
     recoveries,
     restoredFromCheckpoint,
     resumedFrom,

@@ -5,7 +5,7 @@
  */
 import { ConfigurationError } from "@exactly/core";
 import { addressOf, checkAnyServer } from "../../server-check.ts";
-import { formatRows } from "../summary-printer.ts";
+import { formatRows, killsLanded, verdict } from "../summary-printer.ts";
 import type { DemoFlag } from "./demo-target.ts";
 
 /** The flags only `exactly demo kafka` takes. */
@@ -81,6 +81,8 @@ export interface KafkaDemoOptions {
 export interface KafkaDemoSummary extends WindowSumResult {
   readonly brokers: readonly string[];
   readonly seed: number;
+  /** --kills: more than `kills` when the job finished before the others' fault points. */
+  readonly killsAsked: number;
   readonly ok: boolean;
 }
 
@@ -116,7 +118,13 @@ export async function runKafkaDemo(options: KafkaDemoOptions): Promise<KafkaDemo
     result.kcatStatus === "checked"
       ? result.kcatMismatches.length === 0
       : result.kcatStatus === "not-installed" && options.requireKcat !== true;
-  return { ...result, brokers: options.brokers, seed: options.seed, ok: result.mismatches.length === 0 && kcatOk };
+  return {
+    ...result,
+    brokers: options.brokers,
+    seed: options.seed,
+    killsAsked: options.kills,
+    ok: result.mismatches.length === 0 && kcatOk,
+  };
 }
 
 function describeCheck(problems: readonly string[] | string): string {
@@ -131,10 +139,10 @@ export function formatKafkaSummary(s: KafkaDemoSummary): string {
     ["brokers", s.brokers.join(",")],
     ["events in", `${s.events} (topic ${s.input})`],
     ["windows expected", `${s.windows} (topic ${s.output})`],
-    ["kills (SIGKILL)", `${s.kills} (seed ${s.seed})`],
+    ["kills (SIGKILL)", `${killsLanded(s.kills, s.killsAsked)} (seed ${s.seed})`],
     ["job elapsed", `${s.elapsedSeconds.toFixed(1)} s`],
     ["our reader", describeCheck(s.mismatches)],
     ["kcat (librdkafka)", describeCheck(s.kcatMismatches)],
   ];
-  return formatRows(rows, s.ok ? "OK: every window committed exactly once" : "NOT EXACTLY ONCE");
+  return formatRows(rows, verdict(s.ok, "every window committed exactly once", s.kills, s.killsAsked));
 }
