@@ -6,7 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { seededRandom, siblingScript } from "@exactly/core/testing";
@@ -151,11 +151,18 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
     output: `window-sum-out-${run}`,
     checkpoints: await mkdtemp(join(tmpdir(), "exactly-window-sum-")),
   };
-  options.log?.(`writing ${options.events} events to ${config.input} (${INPUT_PARTITIONS} partitions)`);
-  await fillInput(kafka, config, options.events);
-  const startedAt = Date.now();
-  const kills = await runWithKills(config, options);
-  const elapsedSeconds = (Date.now() - startedAt) / 1000;
+  let kills: number;
+  let elapsedSeconds: number;
+  // The checkpoints are the run's own: its output is in the topics, which the summary names.
+  try {
+    options.log?.(`writing ${options.events} events to ${config.input} (${INPUT_PARTITIONS} partitions)`);
+    await fillInput(kafka, config, options.events);
+    const startedAt = Date.now();
+    kills = await runWithKills(config, options);
+    elapsedSeconds = (Date.now() - startedAt) / 1000;
+  } finally {
+    await rm(config.checkpoints, { recursive: true, force: true });
+  }
 
   options.log?.(`checking ${config.output} against a batch computation, with our reader and with kcat`);
   const expected = expectedSums(options.events);

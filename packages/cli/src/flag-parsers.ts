@@ -1,10 +1,11 @@
 /**
  * Parsers of flag values, the one place a flag's value is checked: commander reports what they
  * refuse as a usage error (one line, exit code 2, see main.ts), before the command runs.
- * Every numeric flag of every command goes through {@link integerAtLeast}, {@link integer},
- * {@link seconds} or {@link port}, so each refuses a bad value the same way.
+ * Every numeric flag of every command goes through {@link integerAtLeast}, {@link integerBetween},
+ * {@link integer}, {@link seconds} or {@link port}, so each refuses a bad value the same way.
  */
-import { statSync } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { InvalidArgumentError } from "commander";
 
 /** Strict number syntax: `Number("")` and `Number(" ")` are 0, and `1e3` or `0x10` are not what a user types for a count. */
@@ -28,6 +29,19 @@ export function integerAtLeast(min: number): (value: string) => number {
     const n = numberOf(value);
     if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
     if (n < min) throw new InvalidArgumentError(`must be ≥ ${min}, got ${value}`);
+    return n;
+  };
+}
+
+/**
+ * A parser of integers from `min` to `max`, for a count with a limit of its own: the demo's
+ * `--parallelism` (its job's key groups) and `--records` (its 32-bit progress counter).
+ */
+export function integerBetween(min: number, max: number): (value: string) => number {
+  return (value: string) => {
+    const n = numberOf(value);
+    if (!Number.isSafeInteger(n)) throw new InvalidArgumentError(`not an integer: ${value}`);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be ${min} to ${max}, got ${value}`);
     return n;
   };
 }
@@ -76,5 +90,27 @@ export function existingDirectory(value: string): string {
   const found = statSync(value, { throwIfNoEntry: false });
   if (!found) throw new InvalidArgumentError(`no such directory: ${value}`);
   if (!found.isDirectory()) throw new InvalidArgumentError(`not a directory: ${value}`);
+  return value;
+}
+
+/**
+ * A file a command writes when it ends (a report): its directory must exist and be writable,
+ * and the path must not be a directory, so a long run is not lost to a typo in its last step.
+ * `-` is stdout.
+ */
+export function writableFile(value: string): string {
+  if (value === "-") return value;
+  const path = resolve(value);
+  const found = statSync(path, { throwIfNoEntry: false });
+  if (found?.isDirectory()) throw new InvalidArgumentError(`a directory, not a file: ${value}`);
+  const dir = dirname(path);
+  const parent = statSync(dir, { throwIfNoEntry: false });
+  if (!parent) throw new InvalidArgumentError(`no such directory: ${dir}`);
+  if (!parent.isDirectory()) throw new InvalidArgumentError(`not a directory: ${dir}`);
+  try {
+    accessSync(found ? path : dir, constants.W_OK);
+  } catch {
+    throw new InvalidArgumentError(`not writable: ${found ? path : dir}`);
+  }
   return value;
 }

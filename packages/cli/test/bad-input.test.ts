@@ -2,13 +2,13 @@
 // unknown flag, a wrong path, a server nothing listens on): each is refused with exit code 2,
 // one line on stderr that points to the command's --help, nothing on stdout, and no hang (each
 // case is bounded; a refusal comes before anything runs, so each ends in milliseconds). The
-// command runs in the test's process, through main() as bin/exactly.js calls it, so the table
-// costs no process starts; exit-codes.test.ts checks the exit code of a real process.
+// command runs in the test's process, through main() as bin/exactly.js calls it (runMain), so
+// the table costs no process starts; exit-codes.test.ts checks the exit code of a real process.
 
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { main } from "@exactly/cli";
+import { runMain as exactly } from "@exactly/testkit/run-cli";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 
 /** A case still running after this is hanging: it fails. */
@@ -16,43 +16,9 @@ const BOUND_MS = 10_000;
 /** A port nothing listens on: a stopped server, as a client sees it. */
 const NOTHING_LISTENS = "127.0.0.1:1";
 
-interface Run {
-  readonly code: number | string | null | undefined;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 afterEach(() => {
   vi.restoreAllMocks();
 });
-
-/** main() on `args`, without the server addresses of the environment (the table gives its own). */
-async function exactly(args: readonly string[]): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const out = (chunk: unknown) => {
-    stdout += typeof chunk === "string" ? chunk : String(chunk);
-    return true;
-  };
-  const err = (chunk: unknown) => {
-    stderr += typeof chunk === "string" ? chunk : String(chunk);
-    return true;
-  };
-  vi.spyOn(process.stdout, "write").mockImplementation(out);
-  vi.spyOn(process.stderr, "write").mockImplementation(err);
-  vi.spyOn(console, "log").mockImplementation((...line: unknown[]) => out(`${line.join(" ")}\n`));
-  vi.spyOn(console, "error").mockImplementation((...line: unknown[]) => err(`${line.join(" ")}\n`));
-  const saved = Object.entries(process.env).filter(([name]) => name.startsWith("EXACTLY_"));
-  for (const [name] of saved) delete process.env[name];
-  const before = process.exitCode;
-  try {
-    await main(["node", "exactly", ...args]);
-    return { code: process.exitCode, stdout, stderr };
-  } finally {
-    process.exitCode = before;
-    for (const [name, value] of saved) process.env[name] = value;
-  }
-}
 
 let file: string;
 let dir: string;
@@ -79,6 +45,13 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["demo", "zero --parallelism", () => ["demo", "--parallelism", "0"]],
   ["demo", "fractional --seed", () => ["demo", "--seed", "1.5"]],
   ["demo", "--metrics-port out of range", () => ["demo", "--metrics-port", "70000"]],
+  ["demo", "--parallelism above the key groups", () => ["demo", "--parallelism", "129"]],
+  ["demo", "--shards above the key groups", () => ["demo", "--shards", "1000"]],
+  ["demo", "--records above 32 bits", () => ["demo", "--records", "2147483648"]],
+  ["demo", "--kills above the limit", () => ["demo", "--kills", "1001"]],
+  ["demo", "--metrics-port with --shards", () => ["demo", "--shards", "2", "--metrics-port", "9464"]],
+  ["demo", "--json in a directory that does not exist", () => ["demo", "--json", join(dir, "nope", "s.json")]],
+  ["demo", "--json at a directory", () => ["demo", "--json", dir]],
   ["demo", "unknown --sink", () => ["demo", "--sink", "nope"]],
   ["demo", "unknown flag", () => ["demo", "--bogus"]],
   ["demo", "-V, the program's flag", () => ["demo", "-V"]],
@@ -97,6 +70,7 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["demo kafka", "zero --records", () => ["demo", "kafka", "--records", "0"]],
   ["demo kafka", "a stopped broker", () => ["demo", "kafka", "--brokers", NOTHING_LISTENS]],
   ["demo kafka", "negative --kills", () => ["demo", "kafka", "--kills", "-2"]],
+  ["demo kafka", "--kills above the limit", () => ["demo", "kafka", "--kills", "1001"]],
   ["demo kafka", "a flag of the demo job", () => ["demo", "kafka", "--out", dir]],
   ["demo kafka", "no broker", () => ["demo", "kafka"]],
   ["run", "missing module", () => ["run"]],

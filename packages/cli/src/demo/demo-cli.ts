@@ -4,23 +4,38 @@
  * target than the chosen one is refused before anything runs.
  */
 
+import { writeFile } from "node:fs/promises";
 import { ConfigurationError } from "@exactly/core";
 import { type Command, Option } from "commander";
-import { integer, integerAtLeast, port } from "../flag-parsers.ts";
+import { integer, integerAtLeast, integerBetween, port, writableFile } from "../flag-parsers.ts";
 import { runDemo } from "./demo-command.ts";
-import { DEMO_DEFAULT_RECORDS, DEMO_SINKS } from "./demo-options.ts";
+import { DemoInterruptedError, watchStopSignals } from "./demo-interrupt.ts";
+import { DEMO_MAX_PARALLELISM } from "./demo-job-config.ts";
+import {
+  DEMO_DEFAULT_RECORDS,
+  DEMO_MAX_KILLS,
+  DEMO_MAX_RECORDS,
+  DEMO_SINKS,
+  type DemoSummary,
+} from "./demo-options.ts";
 import { formatSummary } from "./summary-printer.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 import { formatKafkaSummary, KAFKA_DEFAULT_EVENTS, KAFKA_FLAGS, runKafkaDemo } from "./targets/kafka-target.ts";
 
 /** Flags both demos take. */
-function sharedFlags(records: { what: string; default: number }): Option[] {
+function sharedFlags(records: { what: string; default: number; max?: number }): Option[] {
   return [
     // The default is the command's own (demo or demo kafka), applied in its action: shown here only.
-    new Option("--records <n>", `${records.what} (default: ${records.default})`).argParser(integerAtLeast(1)),
-    new Option("--kills <k>", "SIGKILLs during the run").argParser(integerAtLeast(0)).default(3),
+    new Option("--records <n>", `${records.what} (default: ${records.default})`).argParser(
+      records.max === undefined ? integerAtLeast(1) : integerBetween(1, records.max),
+    ),
+    new Option("--kills <k>", "SIGKILLs during the run").argParser(integerBetween(0, DEMO_MAX_KILLS)).default(3),
     new Option("--seed <s>", "seed of the kill plan (reproduces it)").argParser(integer),
-    new Option("--json", "print the summary as JSON on the last line"),
+    // The file is checked before the run: a run of minutes is not lost to a typo in its last step.
+    new Option(
+      "--json [file]",
+      "print the summary as JSON on the last line, or write it to <file> (its directory must exist)",
+    ).argParser(writableFile),
   ];
 }
 const SHARED = new Set(sharedFlags({ what: "", default: 0 }).map((option) => option.attributeName()));
@@ -38,13 +53,24 @@ export function addDemoCommands(program: Command): void {
   const demo = program
     .command("demo")
     .description("run the demo job, kill it with SIGKILL at random moments, and check its committed output");
-  for (const option of sharedFlags({ what: "records to generate", default: DEMO_DEFAULT_RECORDS })) {
+  for (const option of sharedFlags({
+    what: "records to generate",
+    default: DEMO_DEFAULT_RECORDS,
+    max: DEMO_MAX_RECORDS,
+  })) {
     demo.addOption(option);
   }
   demo
     .option("--out <dir>", "output directory, empty or new, kept after the run (default: a temp directory, removed)")
     .option("--keep", "keep the temp output directory after the run (the one used without --out)")
-    .addOption(new Option("--parallelism <p>", "parallelism of every stage").argParser(integerAtLeast(1)).default(2))
+    .addOption(
+      new Option(
+        "--parallelism <p>",
+        `parallelism of every stage, at most ${DEMO_MAX_PARALLELISM} (the job's key groups)`,
+      )
+        .argParser(integerBetween(1, DEMO_MAX_PARALLELISM))
+        .default(2),
+    )
     .option(
       "--workers <n>",
       "worker threads the subtasks run on, 1 for one event loop (default: the machine's cores, at most --parallelism)",
@@ -73,7 +99,7 @@ export function addDemoCommands(program: Command): void {
     .option("--metrics-port <p>", "serve the job's metrics in Prometheus format on this port (/metrics)", port)
     .option(
       "--shards <n>",
-      "run the job as n shard processes: kills restart a shard, one shard is paused past its lease and resumed, and the job is rescaled once",
+      `run the job as n shard processes: kills restart a shard, one shard is paused past its lease and resumed, and the job is rescaled once (n × --parallelism at most ${DEMO_MAX_PARALLELISM})`,
       integerAtLeast(1),
     );
   const owned: Array<{ option: Option; owner: string }> = [];
@@ -105,16 +131,32 @@ export function addDemoCommands(program: Command): void {
     .action(async (opts) => {
       if (opts.kafka) return kafkaDemo(opts);
       const seed = opts.seed ?? randomSeed();
-      const summary = await runDemo({
-        ...opts,
-        records: opts.records ?? DEMO_DEFAULT_RECORDS,
-        seed,
-        json: opts.json === true,
-        keep: opts.keep === true,
-        progress: true,
-      });
+      const signals = watchStopSignals();
+      let summary: DemoSummary;
+      try {
+        summary = await runDemo(
+          {
+            ...opts,
+            records: opts.records ?? DEMO_DEFAULT_RECORDS,
+            seed,
+            json: opts.json !== undefined,
+            keep: opts.keep === true,
+            progress: true,
+          },
+          signals.signal,
+        );
+      } catch (error) {
+        if (!(error instanceof DemoInterruptedError)) throw error;
+        signals.dispose();
+        console.error(error.message);
+        // Ended by the signal's default action, as a shell expects of a process a signal stopped.
+        process.kill(process.pid, error.signal);
+        return;
+      } finally {
+        signals.dispose();
+      }
       console.log(formatSummary(summary));
-      if (opts.json) console.log(JSON.stringify(summary));
+      await printJson(opts.json, summary);
       if (!summary.ok) process.exitCode = 1;
     });
 
@@ -163,8 +205,14 @@ async function kafkaDemo(opts: Record<string, unknown>): Promise<void> {
     requireKcat: opts.requireKcat === true,
   });
   console.log(formatKafkaSummary(summary));
-  if (opts.json) console.log(JSON.stringify(summary));
+  await printJson(opts.json, summary);
   if (!summary.ok) process.exitCode = 1;
+}
+
+/** `--json`: the summary as the last line of stdout, or, given a file (checked by the parser), in it. */
+async function printJson(json: unknown, summary: object): Promise<void> {
+  if (typeof json === "string" && json !== "-") await writeFile(json, `${JSON.stringify(summary)}\n`);
+  else if (json !== undefined) console.log(JSON.stringify(summary));
 }
 
 function randomSeed(): number {

@@ -4,13 +4,24 @@
  * `--sink` target (targets/) and counts lost and duplicated records.
  */
 import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { resolve } from "node:path";
 import { type CheckpointingMode, ConfigurationError, DeliveryGuarantee } from "@exactly/core";
 import { checkServer } from "../server-check.ts";
-import type { DemoJobConfig } from "./demo-job-config.ts";
-import { DEMO_SINKS, type DemoOptions, type DemoSinkName, type DemoSummary } from "./demo-options.ts";
+import { DemoInterruptedError, StopRequested, throwIfStopped } from "./demo-interrupt.ts";
+import { DEMO_MAX_PARALLELISM, type DemoJobConfig } from "./demo-job-config.ts";
+import {
+  DEMO_MAX_KILLS,
+  DEMO_MAX_RECORDS,
+  DEMO_SINKS,
+  type DemoOptions,
+  type DemoSinkName,
+  type DemoSummary,
+} from "./demo-options.ts";
 import { prepareOut, previousDemo } from "./demo-out.ts";
+import { checkDiskRoom } from "./disk-room.ts";
 import { planKills } from "./kill-plan.ts";
-import { type ShardedRun, superviseShards } from "./shard-supervisor.ts";
+import { rescaleTarget, type ShardedRun, superviseShards } from "./shard-supervisor.ts";
 import { type SupervisedRun, superviseDemo } from "./supervisor.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
@@ -40,12 +51,35 @@ export function defaultRate(records: number, kills: number, checkpointing: Check
   return Math.max(1, Math.ceil(records / seconds));
 }
 
-export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
+/**
+ * Runs the demo and checks its output. Everything it refuses, it refuses before it makes the
+ * output directory. `stop`, aborted with a signal's name (demo-interrupt.ts), ends the run:
+ * its processes SIGKILLed, a temp output removed, and DemoInterruptedError thrown.
+ */
+export async function runDemo(options: DemoOptions, stop?: AbortSignal): Promise<DemoSummary> {
   const { checkpointing, guarantee, guaranteeName } = deliveryOf(options);
   checkCounts(options);
   const sink = sinkOf(options.sink);
   const target = DEMO_TARGETS[sink];
-  const settings = target.settings(options, await previousDemo(options.out));
+  const previous = await previousDemo(options.out);
+  const settings = target.settings(options, previous);
+  const ratePerSecond =
+    options.rate === undefined ? defaultRate(options.records, options.kills, checkpointing) : options.rate || undefined;
+  const underLoad = options.kills > 0 && ratePerSecond === undefined;
+  const checkpointIntervalMs = underLoad ? UNPACED_CHECKPOINT_INTERVAL_MS : CHECKPOINT_INTERVAL_MS;
+  const bytesPerRecord = target.outBytesPerRecord?.({ records: options.records, keys: KEYS });
+  // A resumed run has part of its output on the disk already, which the estimate cannot tell apart.
+  if (bytesPerRecord !== undefined && previous === undefined) {
+    await checkDiskRoom(options.out === undefined ? tmpdir() : resolve(options.out), {
+      records: options.records,
+      bytesPerRecord,
+      ratePerSecond,
+      rateGiven: options.rate !== undefined,
+      kills: options.kills,
+      checkpointIntervalMs,
+      keepsReplays: guarantee === DeliveryGuarantee.AT_LEAST_ONCE,
+    });
+  }
   const server = target.server?.(settings);
   if (server) await checkServer(server);
   // A resumed run keeps what the earlier run committed: the check covers the whole history.
@@ -58,75 +92,96 @@ export async function runDemo(options: DemoOptions): Promise<DemoSummary> {
     sink,
     ...target.identity(settings),
   });
-  if (!resumed) await target.prepare(settings);
-  const ratePerSecond =
-    options.rate === undefined ? defaultRate(options.records, options.kills, checkpointing) : options.rate || undefined;
-  const underLoad = options.kills > 0 && ratePerSecond === undefined;
-  const config: DemoJobConfig = {
-    target: { sink, settings },
-    records: options.records,
-    out,
-    parallelism: options.parallelism,
-    // Shard processes share the machine's cores: one event loop each unless --workers says otherwise.
-    ...(options.workers === undefined
-      ? options.shards === undefined
-        ? {}
-        : { workers: 1 }
-      : { workers: options.workers }),
-    guarantee,
-    checkpointing,
-    checkpointIntervalMs: underLoad ? UNPACED_CHECKPOINT_INTERVAL_MS : CHECKPOINT_INTERVAL_MS,
-    keys: KEYS,
-    ratePerSecond,
-    ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
-  };
-  const plan = planKills(options.kills, options.records, options.seed);
-  const run =
-    options.shards === undefined
-      ? await superviseDemo({ config, plan, resumed, progress: options.progress })
-      : await superviseShards({ config, plan, shards: options.shards, seed: options.seed, progress: options.progress });
-  const sharded = isSharded(run) ? { shards: run.shards, rescaledTo: run.rescaledTo, zombie: run.zombie } : undefined;
-  const { check, leftOpen, fields } = await target.verify(settings, {
-    records: options.records,
-    keys: KEYS,
-    guarantee,
-    out,
-  });
-  // A temp directory of 30 MB a run is not left behind unasked: --out or --keep keeps it.
+  // A temp directory of 30 MB a run is not left behind unasked, however the run ends: --out or
+  // --keep keeps it.
   const outRemoved = options.out === undefined && options.keep !== true;
-  if (outRemoved) await rm(out, { recursive: true, force: true });
-  return {
-    ...check,
-    sink,
-    ...fields,
-    records: options.records,
-    guarantee: guaranteeName,
-    checkpointing,
-    seed: options.seed,
-    resumed,
-    resumedFromCheckpoint: run.resumedFrom ?? null,
-    kills: run.killed,
-    recoveries: run.recoveries,
-    restoredFromCheckpoint: run.restoredFromCheckpoint,
-    checkpoints: run.checkpoints,
-    elapsedSeconds: run.elapsedSeconds,
-    recordsPerSecond: Math.round(options.records / run.elapsedSeconds),
-    peakRssMb: Math.round(run.peakRssKb / 1024),
-    ratePerSecond: ratePerSecond ?? null,
-    parallelism: options.parallelism,
-    workers: run.workers,
-    out,
-    outRemoved,
-    ...sharded,
-    ok:
-      check.lost === 0 &&
-      check.duplicated === 0 &&
-      check.phantom === 0 &&
-      check.keysWithBadSequence === 0 &&
-      leftOpen === 0 &&
-      // A sharded run that did not get its zombie resumed and fenced showed nothing of it.
-      (sharded === undefined || (sharded.zombie.resumed && sharded.zombie.fenced)),
-  };
+  try {
+    if (!resumed) await target.prepare(settings);
+    const config: DemoJobConfig = {
+      target: { sink, settings },
+      records: options.records,
+      out,
+      parallelism: options.parallelism,
+      // Shard processes share the machine's cores: one event loop each unless --workers says otherwise.
+      ...(options.workers === undefined
+        ? options.shards === undefined
+          ? {}
+          : { workers: 1 }
+        : { workers: options.workers }),
+      guarantee,
+      checkpointing,
+      checkpointIntervalMs,
+      keys: KEYS,
+      ratePerSecond,
+      ...(options.metricsPort === undefined ? {} : { metricsPort: options.metricsPort }),
+    };
+    const plan = planKills(options.kills, options.records, options.seed);
+    throwIfStopped(stop);
+    const run =
+      options.shards === undefined
+        ? await superviseDemo({ config, plan, resumed, progress: options.progress, ...(stop ? { stop } : {}) })
+        : await superviseShards({
+            config,
+            plan,
+            shards: options.shards,
+            seed: options.seed,
+            progress: options.progress,
+            ...(stop ? { stop } : {}),
+          });
+    const sharded = isSharded(run) ? { shards: run.shards, rescaledTo: run.rescaledTo, zombie: run.zombie } : undefined;
+    const { check, leftOpen, fields } = await target.verify(settings, {
+      records: options.records,
+      keys: KEYS,
+      guarantee,
+      out,
+    });
+    throwIfStopped(stop);
+    return {
+      ...check,
+      sink,
+      ...fields,
+      records: options.records,
+      guarantee: guaranteeName,
+      checkpointing,
+      seed: options.seed,
+      resumed,
+      resumedFromCheckpoint: run.resumedFrom ?? null,
+      kills: run.killed,
+      killsAsked: run.killsAsked,
+      recoveries: run.recoveries,
+      restoredFromCheckpoint: run.restoredFromCheckpoint,
+      checkpoints: run.checkpoints,
+      elapsedSeconds: run.elapsedSeconds,
+      recordsPerSecond: Math.round(options.records / run.elapsedSeconds),
+      peakRssMb: Math.round(run.peakRssKb / 1024),
+      ratePerSecond: ratePerSecond ?? null,
+      parallelism: options.parallelism,
+      workers: run.workers,
+      out,
+      outRemoved,
+      ...sharded,
+      ok:
+        check.lost === 0 &&
+        check.duplicated === 0 &&
+        check.phantom === 0 &&
+        check.keysWithBadSequence === 0 &&
+        leftOpen === 0 &&
+        // A sharded run that did not get its zombie resumed and fenced showed nothing of it.
+        (sharded === undefined || (sharded.zombie.resumed && sharded.zombie.fenced)),
+    };
+  } catch (error) {
+    const where = outRemoved
+      ? `its temp output ${out} was removed (--keep keeps it)`
+      : options.out === undefined
+        ? `its output is kept in ${out}`
+        : `its output is kept in ${out}: the same command resumes it`;
+    if (error instanceof StopRequested) throw new DemoInterruptedError(error.signal, where);
+    // A failure with the output kept: where to look. Bad input needs no post-mortem.
+    if (!outRemoved && !(error instanceof ConfigurationError)) console.error(`exactly demo: ${where}`);
+    throw error;
+  } finally {
+    if (outRemoved) await rm(out, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -147,18 +202,49 @@ function deliveryOf(options: DemoOptions) {
   return { checkpointing, guarantee, guaranteeName };
 }
 
+/**
+ * The counts, checked again for a caller that is not the parser (which refuses each alone), and
+ * together: the demo job runs --parallelism subtasks a stage in each of --shards processes, and
+ * then in each of the rescaled layout's, all within its key groups.
+ */
 function checkCounts(options: DemoOptions): void {
-  for (const [name, value, min] of [
-    ["--records", options.records, 1],
-    ["--kills", options.kills, 0],
-    ["--rate", options.rate ?? 0, 0],
-    ["--parallelism", options.parallelism, 1],
-    ["--workers", options.workers ?? 1, 1],
-    ["--shards", options.shards ?? 1, 1],
+  for (const [name, value, min, max] of [
+    ["--records", options.records, 1, DEMO_MAX_RECORDS],
+    ["--kills", options.kills, 0, DEMO_MAX_KILLS],
+    ["--rate", options.rate ?? 0, 0, Number.MAX_SAFE_INTEGER],
+    ["--parallelism", options.parallelism, 1, DEMO_MAX_PARALLELISM],
+    ["--workers", options.workers ?? 1, 1, Number.MAX_SAFE_INTEGER],
+    ["--shards", options.shards ?? 1, 1, Number.MAX_SAFE_INTEGER],
   ] as const) {
-    if (!Number.isInteger(value) || value < min) {
-      throw new ConfigurationError(name, `must be an integer ≥ ${min}, got ${value}`);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigurationError(
+        name,
+        max === Number.MAX_SAFE_INTEGER
+          ? `must be an integer ≥ ${min}, got ${value}`
+          : `must be ${min} to ${max}, got ${value}`,
+      );
     }
+  }
+  if (options.shards === undefined) return;
+  const most = Math.floor(DEMO_MAX_PARALLELISM / options.parallelism);
+  const rule = `shards × --parallelism at most ${DEMO_MAX_PARALLELISM}, the job's key groups`;
+  if (most < rescaleTarget(1)) {
+    throw new ConfigurationError(
+      "--shards",
+      `no shard count fits --parallelism ${options.parallelism} (${rule}, and the rescale from 1 runs 2): give --parallelism ${DEMO_MAX_PARALLELISM / 2} or less`,
+    );
+  }
+  if (options.shards > most) {
+    throw new ConfigurationError(
+      "--shards",
+      `must be 1 to ${most} with --parallelism ${options.parallelism} (${rule}), got ${options.shards}`,
+    );
+  }
+  if (options.metricsPort !== undefined) {
+    throw new ConfigurationError(
+      "--metrics-port",
+      `one port cannot serve the ${options.shards} shard processes of --shards: give one of the two`,
+    );
   }
 }
 

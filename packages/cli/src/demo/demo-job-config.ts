@@ -6,6 +6,12 @@ import type { DemoSinkName } from "./demo-options.ts";
 export const CHECKPOINT_DIR = DEMO_CHECKPOINT_DIR;
 export const DEMO_JOB_NAME = "exactly-demo";
 /**
+ * The demo job's key groups (its maxParallelism): every stage runs at most this many subtasks
+ * over all its shards, so `--parallelism` × `--shards` is refused above it, in the demo command,
+ * before any process starts.
+ */
+export const DEMO_MAX_PARALLELISM = 128;
+/**
  * The demo job's lease where a successor must wait it out (a shard's standby; a restarted
  * child on a system that cannot tell the killed one is gone): short, so it starts within seconds.
  */

@@ -10,7 +10,7 @@ import {
   smallInteger,
   splitPerKey,
 } from "@exactly/core";
-import { CHECKPOINT_DIR, DEMO_JOB_NAME, type DemoJobConfig } from "./demo-job-config.ts";
+import { CHECKPOINT_DIR, DEMO_JOB_NAME, DEMO_MAX_PARALLELISM, type DemoJobConfig } from "./demo-job-config.ts";
 import type { DemoRecord } from "./demo-record.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
@@ -88,6 +88,7 @@ export default async function demoJob({ params, logger, metrics }: JobRuntime): 
     name: DEMO_JOB_NAME,
     metrics,
     parallelism: config.parallelism,
+    maxParallelism: DEMO_MAX_PARALLELISM,
     ...(config.workers === undefined ? {} : { workers: config.workers }),
     ...(config.checkpointing ? { checkpointing: config.checkpointing } : {}),
     // The default restart strategy: outages of the sink's server are ridden through.

@@ -8,6 +8,17 @@ export type DemoSinkName = (typeof DEMO_SINKS)[number];
 
 /** The records the demo job generates without --records. */
 export const DEMO_DEFAULT_RECORDS = 1_000_000;
+/**
+ * The most records a demo job generates: its progress counter, shared by the worker threads,
+ * and the check's table of ids are 32-bit.
+ */
+export const DEMO_MAX_RECORDS = 2 ** 31 - 1;
+/**
+ * The most kills a demo takes. A kill costs a restart and, paced, about 2 s of run (four
+ * checkpoints between two kills), so 1,000 is a run of over half an hour; a larger number is
+ * a typo, and the plan of a billion kills alone would not fit in memory.
+ */
+export const DEMO_MAX_KILLS = 1000;
 
 export interface DemoOptions {
   readonly records: number;
@@ -56,9 +67,13 @@ export interface DemoSummary extends OutputCheck {
   readonly guarantee: string;
   readonly checkpointing: CheckpointingMode;
   readonly seed: number;
+  /** SIGKILLs delivered. */
   readonly kills: number;
+  /** --kills: more than `kills` when the run ended before the others landed, which the verdict says. */
+  readonly killsAsked: number;
+  /** Times the job started again after a kill or a failure. */
   readonly recoveries: number;
-  /** Recoveries that restored a completed checkpoint (the others started from scratch). */
+  /** Recoveries that restored a completed checkpoint (the others started from the beginning): never more than `recoveries`. */
   readonly restoredFromCheckpoint: number;
   readonly checkpoints: number;
   /** This run continued one that `out` held (a killed demo started again with the same settings). */

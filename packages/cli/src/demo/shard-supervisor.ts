@@ -13,10 +13,11 @@ import { join } from "node:path";
 import { declareRescale, FileSystemCheckpointStorage } from "@exactly/core";
 import { seededRandom, siblingScript } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
+import { stopSignalWithin, throwIfStopped } from "./demo-interrupt.ts";
 import { CHECKPOINT_DIR, DEMO_LEASE_MS, type DemoJobConfig } from "./demo-job-config.ts";
 import { DEMO_CONFIG_VARIABLE, type WorkerMessage } from "./demo-protocol.ts";
 import type { PlannedKill } from "./kill-plan.ts";
-import { DemoFailedError, type SupervisedRun } from "./supervisor.ts";
+import { DemoFailedError, SIGINT_GRACE_MS, type SupervisedRun } from "./supervisor.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
 
 export interface ShardedRun extends SupervisedRun {
@@ -33,12 +34,21 @@ export interface ShardSupervisorOptions {
   readonly plan: readonly PlannedKill[];
   readonly seed: number;
   readonly progress: boolean;
+  /** Aborted by SIGINT or SIGTERM: every shard process is SIGKILLed, and StopRequested thrown once all are gone. */
+  readonly stop?: AbortSignal;
+}
+
+/** The shard count the demo rescales to from `shards`: one fewer, or 2 from 1. */
+export function rescaleTarget(shards: number): number {
+  return shards > 1 ? shards - 1 : 2;
 }
 
 /** One process running one shard. */
 interface ShardProcess {
   readonly shard: number;
   readonly child: ChildProcess;
+  /** Started in place of a process the demo SIGKILLed: its first start is a recovery. */
+  readonly replacesKilled: boolean;
   checkpoints: number;
   started: boolean;
   /** Attempts that failed because the shard was taken from it (a lost lease, a fenced head). */
@@ -62,7 +72,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   const random = seededRandom(options.seed ^ 0x5a17);
   const startedAt = Date.now();
   let layout = options.shards;
-  const rescaledTo = layout > 1 ? layout - 1 : 2;
+  const rescaledTo = rescaleTarget(layout);
   let peakRssKb = 0;
   let recoveries = 0;
   let restoredFromCheckpoint = 0;
@@ -82,7 +92,8 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     : undefined;
   bar?.start(config.records, 0, { shards: layout, killed: 0, planned: plan.length });
 
-  const start = (shard: number): ShardProcess => {
+  const start = (shard: number, replacesKilled = false): ShardProcess => {
+    throwIfStopped(options.stop);
     const shardConfig: DemoJobConfig = { ...config, shard: { index: shard, count: layout }, leaseMs: DEMO_LEASE_MS };
     const child = fork(worker.path, [], {
       env: { ...process.env, [DEMO_CONFIG_VARIABLE]: JSON.stringify(shardConfig) },
@@ -92,6 +103,7 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     const proc: ShardProcess = {
       shard,
       child,
+      replacesKilled,
       checkpoints: 0,
       started: false,
       fenced: false,
@@ -102,10 +114,15 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
       switch (message.type) {
         case "started":
           proc.started = true;
-          if (message.restoredCheckpointId !== undefined) restoredFromCheckpoint++;
+          // Only the start of a process that replaces a killed one, or of a new attempt after a
+          // failure, is a recovery: the first processes, the zombie's replacement and the
+          // rescaled layout restore checkpoints too, but recover from nothing.
+          if (replacesKilled || message.attempt > 1) {
+            recoveries++;
+            if (message.restoredCheckpointId !== undefined) restoredFromCheckpoint++;
+          }
           break;
         case "restarted":
-          recoveries++;
           if (LOST_SHARD.test(message.error)) proc.fenced = true;
           break;
         case "progress":
@@ -133,13 +150,31 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
     eventsMs += Date.now() - from;
   };
   const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  /** Throws once a stop signal came, a shard failed, or a process ended that neither finished nor was stopped by the demo. */
+  const checkShards = async () => {
+    throwIfStopped(options.stop);
+    const failed = running.find((p) => p.outcome?.type === "failed");
+    if (failed?.outcome?.type === "failed") throw new DemoFailedError(`shard ${failed.shard}: ${failed.outcome.error}`);
+    // The demo's own kills and stops take the process out of `running` once it is gone, before
+    // this runs again: a process here that ended with no outcome crashed (or Ctrl-C ended it).
+    const ended = running.find((p) => !alive(p) && p.outcome === undefined);
+    if (ended) {
+      // Its last message may still be on its way, and Ctrl-C's SIGINT to the demo itself too.
+      await stopSignalWithin(options.stop, SIGINT_GRACE_MS);
+      throwIfStopped(options.stop);
+      if (ended.outcome === undefined) {
+        const { exitCode, signalCode } = ended.child;
+        throw new DemoFailedError(
+          `shard ${ended.shard}: its process ended (exit code ${exitCode}, signal ${signalCode})`,
+        );
+      }
+    }
+  };
   const until = async (check: () => boolean) => {
     while (!check()) {
       await wait(20);
       bar?.update(Math.min(read(), config.records), { shards: layout, killed });
-      const failed = running.find((p) => p.outcome?.type === "failed");
-      if (failed?.outcome?.type === "failed")
-        throw new DemoFailedError(`shard ${failed.shard}: ${failed.outcome.error}`);
+      await checkShards();
     }
   };
   /** Processes a kill can hit: running a shard, not finished (a finished one has nothing to lose). */
@@ -147,13 +182,18 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
   /** The process of `shard` that is running it now (the newest one). */
   const current = (shard: number) => running.filter((p) => p.shard === shard && alive(p)).at(-1);
 
-  for (let shard = 0; shard < layout; shard++) start(shard);
+  // A stop ends every process at once; the loop then throws at its next check, or start() does.
+  const interrupt = () => {
+    for (const p of running) if (alive(p)) p.child.kill("SIGKILL");
+  };
+  options.stop?.addEventListener("abort", interrupt, { once: true });
   const zombieAt = Math.floor(config.records * 0.3);
   const rescaleAt = Math.floor(config.records * 0.6);
   const zombie = { shard: Math.floor(random() * layout), resumed: false, fenced: false };
   let zombieDone = false;
   let rescaled = false;
   try {
+    for (let shard = 0; shard < layout; shard++) start(shard);
     for (;;) {
       const progress = read();
       const next = plan[planned];
@@ -193,32 +233,35 @@ export async function superviseShards(options: ShardSupervisorOptions): Promise<
         const victim = candidates[Math.floor(random() * candidates.length)];
         if (victim?.child.kill("SIGKILL")) {
           killed++;
-          recoveries++;
           await victim.exited;
           checkpointsBefore += victim.checkpoints;
           running = running.filter((p) => p !== victim);
           // As a StatefulSet does: the same shard again, at once. It takes the shard at once too:
           // the killed process is gone, which a process of the same machine can tell.
-          start(victim.shard);
+          start(victim.shard, true);
         }
       }
       const finished = Array.from({ length: layout }, (_, shard) =>
         running.some((p) => p.shard === shard && p.outcome?.type === "finished"),
       );
       if (rescaled && finished.every(Boolean)) break;
-      await until(() => true);
+      await checkShards();
       await wait(20);
     }
     // A process standing by (the resumed zombie) takes the shard once its owner finished, finds
     // nothing left to read, and ends too.
     await Promise.all(running.map((p) => p.exited));
   } finally {
+    options.stop?.removeEventListener("abort", interrupt);
+    // Every process gone before the demo goes on: it removes the output they write to.
     for (const p of running) if (alive(p)) p.child.kill("SIGKILL");
+    await Promise.all(running.map((p) => p.exited));
     bar?.stop();
   }
   checkpointsBefore += running.reduce((sum, p) => sum + p.checkpoints, 0);
   return {
     killed,
+    killsAsked: plan.length,
     recoveries,
     restoredFromCheckpoint,
     resumedFrom: undefined,

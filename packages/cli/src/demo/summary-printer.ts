@@ -15,8 +15,11 @@ export function formatSummary(s: DemoSummary): string {
     ["phantom", String(s.phantom)],
     ["keyed state", s.keysWithBadSequence === 0 ? "consistent" : `${s.keysWithBadSequence} keys wrong`],
     ["checkpoints", String(s.checkpoints)],
-    ["kills (SIGKILL)", `${s.kills} (seed ${s.seed})`],
-    ["recoveries", `${s.recoveries} (${s.restoredFromCheckpoint} from a checkpoint)`],
+    ["kills (SIGKILL)", `${killsLanded(s.kills, s.killsAsked)} (seed ${s.seed})`],
+    [
+      "recoveries",
+      `${s.recoveries} (${s.restoredFromCheckpoint} from a checkpoint, ${s.recoveries - s.restoredFromCheckpoint} from the beginning)`,
+    ],
     ...(s.resumed
       ? ([
           [
@@ -53,7 +56,22 @@ export function formatSummary(s: DemoSummary): string {
         : `${s.out} (its checkpoints: exactly inspect ${join(s.out, CHECKPOINT_DIR)})`,
     ],
   ];
-  return formatRows(rows, s.ok ? "OK: every record committed exactly once" : "NOT EXACTLY ONCE");
+  return formatRows(rows, verdict(s.ok, "every record committed exactly once", s.kills, s.killsAsked));
+}
+
+/** The kills row: the kills that landed, and the ones asked for when fewer landed. */
+export function killsLanded(kills: number, asked: number): string {
+  return kills < asked ? `${kills} of the ${asked} asked: the run ended before the others` : String(kills);
+}
+
+/**
+ * The verdict line. An OK under fewer kills than asked says so: the run showed exactly once
+ * under less than the user asked to see.
+ */
+export function verdict(ok: boolean, what: string, kills: number, asked: number): string {
+  if (!ok) return "NOT EXACTLY ONCE";
+  if (kills < asked) return `OK: ${what}, but under ${kills} of the ${asked} kills asked`;
+  return `OK: ${what}`;
 }
 
 /** Rows as two aligned columns, then the verdict line: the shape of every demo's summary. */

@@ -40,6 +40,18 @@ describe("exactly demo --shards", () => {
       rescaledTo: 2,
       zombie: { resumed: true, fenced: true },
     });
+    // The recoveries (restarts after a kill or a failure) hold those from a checkpoint. The first
+    // shards, the zombie's replacement and the rescaled layout restore checkpoints too, but they
+    // recover from nothing: counted among those from a checkpoint, the row would not add up.
+    expect(summary.restoredFromCheckpoint).toBeLessThanOrEqual(summary.recoveries);
+    expect(printed[0]).toMatch(
+      new RegExp(
+        `^recoveries +${summary.recoveries} \\(${summary.restoredFromCheckpoint} from a checkpoint, ${
+          summary.recoveries - summary.restoredFromCheckpoint
+        } from the beginning\\)$`,
+        "m",
+      ),
+    );
 
     const inspected = JSON.parse((await runExactly("inspect", join(out, ".checkpoints"), "--json")).join("\n")) as {
       layout: { count: number; generation: number };

@@ -9,6 +9,9 @@
  *   verify    reads back what was committed and counts it
  *   rows      its lines of the printed summary
  *
+ * and, for a target that writes the records into --out, `outBytesPerRecord`, which the disk
+ * check before the run multiplies by --records.
+ *
  * Settings cross to the worker process as JSON, so they hold plain data only.
  */
 import type { CheckpointStorage, DeliveryGuarantee, SinkFactory } from "@exactly/core";
@@ -71,5 +74,7 @@ export interface DemoTarget<S extends object> {
   /** Where the job keeps its checkpoints when not in --out; undefined for --out. */
   checkpoints?(settings: S): Promise<CheckpointStorage | undefined>;
   verify(settings: S, run: DemoRun): Promise<DemoTargetCheck>;
+  /** Bytes a record takes in --out at most, for a target that writes the records there; a server's disk is not this machine's. */
+  outBytesPerRecord?(run: { readonly records: number; readonly keys: number }): number;
   rows(summary: DemoSummary): Array<[string, string]>;
 }

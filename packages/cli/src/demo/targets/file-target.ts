@@ -18,5 +18,8 @@ export const fileTarget: DemoTarget<Record<string, never>> = {
       localFileSink({ directory: run.out, partSuffix: ".jsonl", guarantee: run.guarantee, encoder: demoRecordLine }),
   }),
   verify: async (_settings, run) => ({ check: await verifyOutput(run.out, run.records), leftOpen: 0, fields: {} }),
+  // The longest line of the run, its newline included: ids, keys and seqs only grow.
+  outBytesPerRecord: ({ records, keys }) =>
+    Buffer.byteLength(demoRecordLine({ id: records - 1, key: keys - 1, seq: Math.ceil(records / keys) })) + 1,
   rows: (s) => [["output", s.out]],
 };
