@@ -144,7 +144,8 @@ console.log(JSON.stringify(result));
     }
     await exec("npx", ["tsc"], { cwd: project });
 
-    // `exactly demo --kafka` runs the Kafka example, which the CLI does not depend on: without it, it says how to install it.
+    // `exactly demo --kafka` runs the Kafka example, which the CLI does not depend on and which
+    // is on no registry: without it, it says how to get it from a clone.
     const { EXACTLY_KAFKA_BROKERS: _brokers, ...noBroker } = process.env;
     const kafkaDemo = () =>
       exec(join(app, "node_modules/.bin/exactly"), ["demo", "--kafka"], { cwd: app, env: noBroker }).catch(
@@ -153,8 +154,8 @@ console.log(JSON.stringify(result));
     expect(await kafkaDemo()).toMatchObject({
       code: 2,
       stderr: expect.stringContaining(
-        "runs the example @exactly/example-kafka-window-sum, which is not installed; " +
-          "install it next to @exactly/cli: npm install @exactly/example-kafka-window-sum",
+        "runs the example @exactly/example-kafka-window-sum, which is not installed and not on npm: " +
+          "in a clone of the repository, pack examples/kafka-window-sum and connectors/kafka",
       ),
     });
     // With the example installed it loads it from its tarball; without a broker it says what to give.

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
 import { afterEach, describe, expect, it } from "vitest";
+import { groupAlive, waitUntil } from "./demo-processes.ts";
 
 const cli = fileURLToPath(new URL("../../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 
@@ -39,23 +40,6 @@ function startDemo(tmp: string, args: readonly string[]) {
     if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");
   });
   return { child, pgid, exited, stderr: () => stderr };
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 async function freshTmp(): Promise<string> {

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { FileSystemCheckpointStorage } from "@exactly/core";
 import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { groupAlive, waitUntil } from "./demo-processes.ts";
 
 const cli = fileURLToPath(new URL("../../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 const RECORDS = 100_000;
@@ -31,23 +32,6 @@ function startDemo(out: string) {
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   return { child, exited, output: () => ({ stdout, stderr }) };
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe("exactly demo after its whole process tree is SIGKILLed", () => {
