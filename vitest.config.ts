@@ -74,10 +74,9 @@ export default defineConfig({
     // Three test files at a time on the 2-core CI machine: a conformance scenario spends much
     // of its time waiting (on checkpoint intervals, held commits, killed children, servers),
     // so with two the machine stayed a quarter idle; with three the suite's own project took
-    // 235 s instead of about 305 s and kept every verdict (docs/design.md §7). With three,
-    // before compiled code was cached, a crash point that needs three checkpoints was
-    // sometimes not reached: a scenario that tests nothing is retried, then inconclusive,
-    // never passed, so a slow machine shows as a failure rather than a false pass.
+    // 235 s instead of about 305 s and kept every verdict (docs/design.md §7). A scenario that
+    // tests nothing under that load is retried, then reported skipped as inconclusive with
+    // its reason, never passed: CI's summary lists every skip with its note.
     maxWorkers: 3,
     projects: [
       restartProject("services-restart", serverRestarts, 0),

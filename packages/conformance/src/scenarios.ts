@@ -489,8 +489,12 @@ export function planScenarios(
           "each odd checkpoint's completion reaches the sink after the next one's, which finds its transaction still pending; every notification is repeated for the two before it",
         catches:
           "a completion that commits only its own checkpoint's transaction and forgets older pending ones, or a late notification that commits or drops the wrong work",
+        // Twice the records at the crash rate: the run must span several checkpoints even where
+        // each takes a second (a sink writing a file a key, on a loaded machine), or no
+        // completion ever finds an older one pending and the scenario tests nothing.
+        records: 2 * profile.records,
         runs: [],
-        final: { config: { notifications: "late" } },
+        final: { config: { notifications: "late", ratePerSecond: profile.crashRatePerSecond } },
         requires: ["subsumedCompletion"],
       },
     },
