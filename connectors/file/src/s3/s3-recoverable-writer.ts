@@ -226,6 +226,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     );
     if (!created.UploadId) throw new Error(`CreateMultipartUpload for ${key} returned no upload id`);
     const upload = { bucket: this.bucket, key, uploadId: created.UploadId, nonce };
+    await this.retained.record(upload);
     return new S3OpenPart(this, part, upload, await this.spool());
   }
 
@@ -387,6 +388,7 @@ export class S3RecoverableWriter implements RecoverableWriter {
     );
     if (!created.UploadId) throw new Error(`CreateMultipartUpload for ${lost.key} returned no upload id`);
     const again: MultipartUploadState = { ...lost, uploadId: created.UploadId };
+    await this.retained.record(again);
     for (const p of lost.parts) {
       const etag = await this.uploadPart(again, p.n, this.retained.pathOf(lost.uploadId, p.n));
       if (unquoted(etag) !== unquoted(p.etag)) {
@@ -414,7 +416,9 @@ export class S3RecoverableWriter implements RecoverableWriter {
    * The parts the server holds for an upload (number → ETag, every page), false when it says
    * the upload is gone (ListParts answers NoSuchUpload), undefined when it cannot tell now.
    */
-  private async partsHeld(upload: MultipartUploadState): Promise<Map<number, string> | false | undefined> {
+  private async partsHeld(
+    upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">,
+  ): Promise<Map<number, string> | false | undefined> {
     const held = new Map<number, string>();
     try {
       let marker: string | undefined;
@@ -452,30 +456,39 @@ export class S3RecoverableWriter implements RecoverableWriter {
     await this.abortUpload(uploadOf(part));
   }
 
-  /** Aborts an upload; one already gone (aborted, completed, expired) is fine. Its local copies go too. */
-  async abortUpload(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
-    await this.abortUploadOnly(upload);
+  /**
+   * Aborts an upload; one already gone (aborted, completed, expired) is fine. Its local
+   * copies go too. False when it was gone already.
+   */
+  async abortUpload(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<boolean> {
+    const aborted = await this.abortUploadOnly(upload);
     await this.retained.release(upload.uploadId);
+    return aborted;
   }
 
-  /** Aborts an upload on the server and keeps its local copies; one already gone is fine. */
-  private async abortUploadOnly(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<void> {
+  /** Aborts an upload on the server and keeps its local copies; one already gone is fine (false). */
+  private async abortUploadOnly(upload: Pick<MultipartUploadState, "bucket" | "key" | "uploadId">): Promise<boolean> {
     try {
       await this.client.send(
         new AbortMultipartUploadCommand({ Bucket: upload.bucket, Key: upload.key, UploadId: upload.uploadId }),
       );
+      return true;
     } catch (error) {
       if (s3ErrorName(error) !== "NoSuchUpload" && !isNotFound(error)) throw error;
+      return false;
     }
   }
 
   /** This writer's open uploads under its prefix, as (bucket directory, name). */
   async *openUploads(): AsyncGenerator<{ bucket: string; name: string; key: string; uploadId: string }> {
-    for await (const upload of this.listing.openUploads()) {
-      const segments = upload.key.slice(this.listing.base.length).split("/");
-      const name = segments.pop() ?? "";
-      yield { bucket: segments.join(sep), name, key: upload.key, uploadId: upload.uploadId };
-    }
+    for await (const upload of this.listing.openUploads()) yield this.named(upload);
+  }
+
+  /** An upload's bucket directory and part name, from its key. */
+  private named(upload: { key: string; uploadId: string }) {
+    const segments = upload.key.slice(this.listing.base.length).split("/");
+    const name = segments.pop() ?? "";
+    return { bucket: segments.join(sep), name, key: upload.key, uploadId: upload.uploadId };
   }
 
   async abortLingering(
@@ -486,20 +499,36 @@ export class S3RecoverableWriter implements RecoverableWriter {
     const aborted: string[] = [];
     // Copies listed first: each belongs to an upload that exists by the time of the listing.
     const copies = await this.retained.list();
+    const recorded = await this.retained.recorded();
     const stillOpen = new Set<string>();
+    const abortIfLingering = async (upload: { bucket: string; name: string; key: string; uploadId: string }) => {
+      if (!upload.name.startsWith(partPrefix)) return;
+      const subtask = parseSubtask(upload.name);
+      if (subtask === undefined || !filter.ownsSubtaskIndex(subtask)) return;
+      if (filter.isReferenced({ bucket: upload.bucket, name: upload.name })) return;
+      const wasOpen = await this.abortUpload({ bucket: this.bucket, key: upload.key, uploadId: upload.uploadId });
+      stillOpen.delete(upload.uploadId);
+      if (wasOpen) aborted.push(upload.key);
+      reachFault("during-lingering-abort");
+    };
     for await (const upload of this.openUploads()) {
       stillOpen.add(upload.uploadId);
-      if (!upload.name.startsWith(partPrefix)) continue;
-      const subtask = parseSubtask(upload.name);
-      if (subtask === undefined || !filter.ownsSubtaskIndex(subtask)) continue;
-      if (filter.isReferenced({ bucket: upload.bucket, name: upload.name })) continue;
-      await this.abortUpload({ bucket: this.bucket, key: upload.key, uploadId: upload.uploadId });
-      stillOpen.delete(upload.uploadId);
-      aborted.push(upload.key);
-      reachFault("during-lingering-abort");
+      await abortIfLingering(upload);
     }
-    // Copies of uploads that are gone (completed, aborted, expired), whatever process kept them.
-    await this.retained.sweep(copies, stillOpen);
+    // The uploads this machine opened that the listing left out (MinIO's forgets those made
+    // before a restart of the server): aborting one already gone is fine.
+    for (const upload of recorded) {
+      if (!stillOpen.has(upload.uploadId) && upload.key.startsWith(this.listing.base)) {
+        await abortIfLingering(this.named(upload));
+      }
+    }
+    // Copies of uploads that are gone (completed, aborted, expired), whatever process kept them;
+    // each upload the listing left out is asked about on its own before its copies go.
+    await this.retained.sweep(
+      copies,
+      stillOpen,
+      async (upload) => (await this.partsHeld({ bucket: this.bucket, ...upload })) === false,
+    );
     return aborted;
   }
 

@@ -14,7 +14,7 @@
 
 import { createHash, randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigurationError } from "@exactly/core";
@@ -93,6 +93,13 @@ export async function createSpoolDirectory(root: string, { configured }: { confi
  * uploads the missing parts again from here and checks that each gets the ETag the
  * checkpoint lists (the same bytes). What this costs: the disk of the part files not yet
  * committed, about a checkpoint interval's data.
+ *
+ * Every upload this machine opened is recorded here too, by key and id (`<stem>.upload`),
+ * until it is completed or aborted: a listing of the whole bucket is not proof that an upload
+ * is gone (MinIO answers it from memory, which a restart of the server empties, so it names
+ * none of the uploads made before the restart). So a sweep asks the server about each
+ * upload the listing left out before it drops its copies, and lingering uploads this
+ * machine opened are found here when the server's listing forgot them.
  */
 export class RetainedParts {
   private readonly dir: string;
@@ -123,24 +130,55 @@ export class RetainedParts {
     return join(this.dir, `${this.stemOf(uploadId)}-${n}`);
   }
 
-  /** Moves an uploaded part's spool file here (the same file system: both are under the spool root). */
-  async keep(spoolFile: string, uploadId: string, n: number): Promise<void> {
+  private uploadFileOf(uploadId: string): string {
+    return join(this.dir, `${this.stemOf(uploadId)}${UPLOAD_FILE}`);
+  }
+
+  private async ready(): Promise<void> {
     this.made ??= this.rootChecked().then(() =>
       mkdir(this.dir, { recursive: true, mode: 0o700 }).then(() => undefined),
     );
     await this.made;
+  }
+
+  /**
+   * Notes an upload as it is created, before any part of it is kept: its key and id stay
+   * here until it is completed or aborted, so that this machine can find it again when the
+   * server's listing does not name it.
+   */
+  async record(upload: RetainedUpload): Promise<void> {
+    await this.ready();
+    await writeUploadFile(this.uploadFileOf(upload.uploadId), upload);
+  }
+
+  /** The uploads recorded here and not yet released, whatever process recorded them. */
+  async recorded(): Promise<RetainedUpload[]> {
+    const uploads: RetainedUpload[] = [];
+    for (const name of await this.list()) {
+      if (!name.endsWith(UPLOAD_FILE)) continue;
+      const upload = await readUploadFile(join(this.dir, name));
+      if (upload) uploads.push(upload);
+    }
+    return uploads;
+  }
+
+  /** Moves an uploaded part's spool file here (the same file system: both are under the spool root). */
+  async keep(spoolFile: string, uploadId: string, n: number): Promise<void> {
+    await this.ready();
     await rename(spoolFile, this.pathOf(uploadId, n));
   }
 
-  /** Drops the copies of a completed or aborted upload: of `parts` when known, else every one. */
+  /** Drops the copies of a completed or aborted upload (`parts` when only those were kept), and its record. */
   async release(uploadId: string, parts?: readonly number[]): Promise<void> {
     await this.rootChecked();
     if (parts) {
       await Promise.all(parts.map((n) => rm(this.pathOf(uploadId, n), { force: true })));
+      await rm(this.uploadFileOf(uploadId), { force: true });
       return;
     }
-    const stem = `${this.stemOf(uploadId)}-`;
-    for (const name of await this.list()) if (name.startsWith(stem)) await rm(join(this.dir, name), { force: true });
+    const stem = this.stemOf(uploadId);
+    for (const name of await this.list())
+      if (stemOfName(name) === stem) await rm(join(this.dir, name), { force: true });
   }
 
   /** The copies there are now; list them before listing the open uploads, for `sweep`. */
@@ -155,14 +193,61 @@ export class RetainedParts {
   }
 
   /**
-   * Drops the copies, among `listed`, of uploads not in `open`. `listed` was taken before the
-   * open uploads were listed, so each copy in it belongs to an upload that existed by then:
-   * one that is not open any more (completed, aborted, expired) will never need it.
+   * Drops the copies, among `listed`, of uploads that are gone (completed, aborted, expired):
+   * those will never need them. `listed` was taken before the open uploads were listed, so
+   * each copy in it belongs to an upload that existed by then. An upload the listing did not
+   * name (`open`) is gone only when `isGone` says so for that upload; copies kept without
+   * their upload's key (by an older version) go on the listing's word alone.
    */
-  async sweep(listed: readonly string[], open: ReadonlySet<string>): Promise<void> {
+  async sweep(
+    listed: readonly string[],
+    open: ReadonlySet<string>,
+    isGone: (upload: RetainedUpload) => Promise<boolean>,
+  ): Promise<void> {
     const openStems = new Set([...open].map((id) => this.stemOf(id)));
+    const byStem = new Map<string, string[]>();
     for (const name of listed) {
-      if (!openStems.has(name.replace(/-\d+$/, ""))) await rm(join(this.dir, name), { force: true });
+      const stem = stemOfName(name);
+      if (!openStems.has(stem)) byStem.set(stem, [...(byStem.get(stem) ?? []), name]);
     }
+    for (const [stem, names] of byStem) {
+      const upload = await readUploadFile(join(this.dir, `${stem}${UPLOAD_FILE}`));
+      if (upload && !(await isGone(upload))) continue;
+      for (const name of names) await rm(join(this.dir, name), { force: true });
+    }
+  }
+}
+
+/** The key and id of an upload this machine opened. */
+export interface RetainedUpload {
+  readonly key: string;
+  readonly uploadId: string;
+}
+
+const UPLOAD_FILE = ".upload";
+
+/** The upload stem of a retained file's name: `<stem>-<part>` or `<stem>.upload`. */
+function stemOfName(name: string): string {
+  return name.endsWith(UPLOAD_FILE) ? name.slice(0, -UPLOAD_FILE.length) : name.replace(/-\d+$/, "");
+}
+
+async function writeUploadFile(path: string, upload: RetainedUpload): Promise<void> {
+  const handle = await openSpoolFile(path);
+  try {
+    await handle.writeFile(JSON.stringify({ key: upload.key, uploadId: upload.uploadId }));
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readUploadFile(path: string): Promise<RetainedUpload | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(path, "utf8")) as Partial<RetainedUpload>;
+    return typeof parsed.key === "string" && typeof parsed.uploadId === "string"
+      ? { key: parsed.key, uploadId: parsed.uploadId }
+      : undefined;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" || error instanceof SyntaxError) return undefined;
+    throw error;
   }
 }

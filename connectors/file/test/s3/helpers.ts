@@ -139,8 +139,20 @@ export async function openUploads(
   bucket: string,
   prefix: string,
 ): Promise<{ key: string; uploadId: string }[]> {
+  return stillOpen(client, bucket, await listedUploads(client, bucket, prefix));
+}
+
+/**
+ * Those of `uploads` the server still holds open, each asked about alone (ListParts): after
+ * a restart MinIO's listing of a bucket names none of the uploads made before it.
+ */
+export async function stillOpen(
+  client: S3Client,
+  bucket: string,
+  uploads: readonly { key: string; uploadId: string }[],
+): Promise<{ key: string; uploadId: string }[]> {
   const open: { key: string; uploadId: string }[] = [];
-  for (const upload of await listedUploads(client, bucket, prefix)) {
+  for (const upload of uploads) {
     try {
       await client.send(new ListPartsCommand({ Bucket: bucket, Key: upload.key, UploadId: upload.uploadId }));
       open.push(upload);

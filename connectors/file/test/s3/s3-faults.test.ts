@@ -6,11 +6,12 @@
 // restart other servers: the fault ends every connection to the server.
 
 import { randomBytes } from "node:crypto";
+import { AbortMultipartUploadCommand } from "@aws-sdk/client-s3";
 import { crashS3, restartS3, s3Config } from "@exactly/testkit/endpoints";
 import { runThroughFault } from "@exactly/testkit/fault-run";
 import { describe, expect, it } from "vitest";
-import { MIN_PART_BYTES, S3CheckpointStorage, s3FileSink } from "../../src/s3/index.ts";
-import { idCountsUnder, listKeys, openUploads, testBucket } from "./helpers.ts";
+import { MIN_PART_BYTES, S3CheckpointStorage, S3RecoverableWriter, s3FileSink } from "../../src/s3/index.ts";
+import { idCountsUnder, listedUploads, listKeys, openUploads, readObject, stillOpen, testBucket } from "./helpers.ts";
 
 const { bucket, s3 } = testBucket("faults", s3Config);
 
@@ -44,7 +45,12 @@ async function runThrough(prefix: string, checkpointsOnS3: boolean, fault: () =>
     // The default classification: the outage is ridden through however long it lasts.
     restart: { initialDelayMs: 200, maxDelayMs: 1000 },
     faultAfterMs: 2000,
-    before: async () => (await listKeys(s3client, bucket, `${prefix}/`)).length,
+    // The uploads open as the fault comes, to be confirmed gone one by one at the end: after a
+    // restart MinIO's listing of the bucket names none of them (see the last test).
+    before: async () => ({
+      keys: (await listKeys(s3client, bucket, `${prefix}/`)).length,
+      uploads: await listedUploads(s3client, bucket, `${prefix}/`),
+    }),
     fault,
   });
 }
@@ -60,11 +66,62 @@ describe("S3 server faults", () => {
     const run = await runThrough(prefix, checkpointsOnS3, fault);
     // The fault came mid-run: after the first commits, before the end.
     expect(run.endedBeforeFault).toBe(false);
-    expect(run.before).toBeGreaterThan(0);
+    expect(run.before?.keys).toBeGreaterThan(0);
+    expect(run.before?.uploads.length).toBeGreaterThan(0);
     const s3client = await s3();
     const counts = await idCountsUnder(s3client, bucket, `${prefix}/`);
     expect(counts.size).toBe(RECORDS);
     expect([...counts.values()].filter((n) => n !== 1)).toEqual([]);
     expect(await openUploads(s3client, bucket, `${prefix}/`)).toEqual([]);
+    expect(await stillOpen(s3client, bucket, run.before?.uploads ?? [])).toEqual([]);
+  });
+
+  it("keeps a part's local copies and aborts what lingers across a restart of the server, whose bucket-wide listing forgets every upload", async () => {
+    // MinIO answers ListMultipartUploads of a whole bucket from memory, so after a restart it
+    // names none of the uploads made before. A sweep that took that listing's word dropped
+    // the copies a lost part is published again from, and a lingering upload stayed open:
+    // an upload the listing leaves out is asked about alone, and those this machine opened
+    // are found in its own record.
+    const s3client = await s3();
+    const prefix = `copies-${randomBytes(4).toString("hex")}`;
+    const w = new S3RecoverableWriter({ bucket, prefix, connection: s3Config(), partSizeBytes: MIN_PART_BYTES });
+    const parseSubtask = (name: string) => (/^part-k-(\d+)-\d+$/.exec(name) ? 0 : undefined);
+    const closedPart = async (name: string) => {
+      const open = await w.openPart({ bucket: "", name });
+      await open.append(`{"name":"${name}"}\n`);
+      return open.closeForCommit();
+    };
+    const kept = await closedPart("part-k-0-1");
+    const dropped = await closedPart("part-k-0-2");
+    const lingering = await closedPart("part-k-0-3");
+    const uploadOf = (part: typeof kept) => part.recoverable as { key: string; uploadId: string };
+    // The local copy of a part's single part (the file named `<upload>-1`).
+    const copiesOf = async (part: typeof kept) => {
+      const copy = w.retained.pathOf(uploadOf(part).uploadId, 1).split("/").pop();
+      return (await w.retained.list()).filter((name) => name === copy);
+    };
+    expect(await copiesOf(kept)).toHaveLength(1);
+
+    await restartS3();
+    const listed = (await listedUploads(s3client, bucket, `${prefix}/`)).map((u) => u.uploadId);
+    expect(listed, "the server's listing after its restart (what this test is about)").toEqual([]);
+    // Aborted behind the writer's back: gone, so its copies may go; the other is open.
+    const gone = uploadOf(dropped);
+    await s3client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: gone.key, UploadId: gone.uploadId }));
+    // The checkpoint names all but the third: that one lingers, and this machine recorded it.
+    const aborted = await w.abortLingering("part-k", parseSubtask, {
+      ownsSubtaskIndex: () => true,
+      isReferenced: (part) => part.name !== "part-k-0-3",
+    });
+    expect(aborted).toEqual([uploadOf(lingering).key]);
+    expect(await stillOpen(s3client, bucket, [uploadOf(lingering)])).toEqual([]);
+    expect(await copiesOf(lingering)).toEqual([]);
+    expect(await copiesOf(kept)).toHaveLength(1);
+    expect(await copiesOf(dropped)).toEqual([]);
+
+    await w.commit(kept);
+    expect(await readObject(s3client, bucket, w.keyOf(kept))).toBe('{"name":"part-k-0-1"}\n');
+    expect(await w.retained.list()).toEqual([]);
+    w.close();
   });
 });
