@@ -212,6 +212,11 @@ export function buildProgram(): Command {
       "run the selection n times with the same seed (a failure that timing decides)",
       integerAtLeast(1),
     )
+    .option(
+      "--workers <n>",
+      "run every scenario's job on n worker threads (subtask i on thread i mod n; default the definition's workers, else 1)",
+      integerAtLeast(1),
+    )
     .option("--json <file>", "also write a machine-readable report there (- for stdout)")
     .action(async (module: string, opts) => {
       // 1: a scenario failed; 3: none failed but one tested nothing in all its attempts.

@@ -125,6 +125,7 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["conformance", "missing module", () => ["conformance"]],
   ["conformance", "module that does not exist", () => ["conformance", join(dir, "nope.ts")]],
   ["conformance", "zero --repeat", () => ["conformance", file, "--repeat", "0"]],
+  ["conformance", "zero --workers", () => ["conformance", file, "--workers", "0"]],
   ["conformance", "fractional --seed", () => ["conformance", file, "--seed", "0.5"]],
 ];
 

@@ -43,7 +43,34 @@ async function wrongSinkModule(): Promise<{ dir: string; temp: string; module: s
   return { dir, temp, module };
 }
 
+/** A definition module of the toy sink, correct. */
+async function correctSinkModule(): Promise<{ dir: string; temp: string; module: string }> {
+  const dir = await mkdtemp(join(tmpdir(), "exactly-conformance-cli-"));
+  made.push(dir);
+  const temp = join(dir, "tmp");
+  await mkdir(temp);
+  const module = "toy.conformance.mjs";
+  await writeFile(
+    join(dir, module),
+    `const { toyDefinition } = await import(${JSON.stringify(toySink)});\nexport const definition = toyDefinition();\n`,
+  );
+  return { dir, temp, module };
+}
+
 describe("exactly conformance", () => {
+  it("--workers n runs every scenario's job with the sink's subtasks on n threads", async () => {
+    const { dir, temp, module } = await correctSinkModule();
+    const exercised = (...flags: string[]) => {
+      const run = exactly(temp, dir, "conformance", module, "--only", "clean-run", "--json", "-", ...flags);
+      expect(run.code, run.stderr).toBe(0);
+      const [scenario] = JSON.parse(run.stdout).scenarios;
+      expect(scenario.verdict).toBe("passed");
+      return scenario.exercised as string;
+    };
+    expect(exercised("--workers", "2")).toContain("subtasks on threads");
+    expect(exercised()).not.toContain("subtasks on threads");
+  });
+
   it("--help lists the scenario names --only takes", () => {
     const run = exactly(tmpdir(), process.cwd(), "conformance", "--help");
     expect(run.code).toBe(0);

@@ -4,7 +4,7 @@ import { type ConformanceDefinition, type ScenarioName, selectScenarios } from "
 import { resolveOptions, runSelected } from "../src/suite.ts";
 import { idempotentDefinition } from "./fixtures/toy-idempotent-sink.ts";
 import { toyDefinition } from "./fixtures/toy-sink.ts";
-import { ignoresReferencedDefinition as sqliteIgnoresReferenced } from "./fixtures/toy-sqlite-sink.ts";
+import { ignoresReferencedDefinition as sqliteIgnoresReferenced } from "./fixtures/toy-sqlite-broken-sink.ts";
 import { writeAheadDefinition } from "./fixtures/toy-write-ahead-sink.ts";
 
 /**

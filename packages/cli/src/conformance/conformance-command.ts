@@ -23,6 +23,8 @@ export interface ConformanceCommandOptions {
   readonly json?: string;
   /** Run the selection this many times with the same seed; failed if any round fails. */
   readonly repeat?: number;
+  /** Worker threads for every scenario's job (the definition's `workers`, overridden). */
+  readonly workers?: number;
 }
 
 /** The `--only` help: every scenario's name. */
@@ -104,13 +106,14 @@ export function formatTable(results: readonly ScenarioResult[]): string {
 /** The command that replays one scenario of this run with a given seed. */
 export function replayCommand(
   module: string,
-  options: Pick<ConformanceCommandOptions, "full" | "export">,
+  options: Pick<ConformanceCommandOptions, "full" | "export" | "workers">,
   scenario: ScenarioName,
   seed: number,
 ): string {
   const flags = [
     ...(options.full ? ["--full"] : []),
     ...(options.export !== "definition" ? ["--export", options.export] : []),
+    ...(options.workers !== undefined ? ["--workers", String(options.workers)] : []),
   ];
   return ["exactly conformance", module, "--seed", String(seed), "--only", scenario, ...flags].join(" ");
 }
@@ -181,7 +184,8 @@ export async function runConformanceCommand(
   module: string,
   options: ConformanceCommandOptions,
 ): Promise<"passed" | "failed" | "inconclusive"> {
-  const definition = await loadDefinition(module, options.export);
+  const loaded = await loadDefinition(module, options.export);
+  const definition = options.workers === undefined ? loaded : { ...loaded, workers: options.workers };
   const only = parseOnly(options.only);
   const repeat = options.repeat ?? 1;
   if (!Number.isInteger(repeat) || repeat < 1)
