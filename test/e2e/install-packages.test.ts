@@ -176,5 +176,19 @@ console.log(JSON.stringify(result));
     );
     expect(conformance.stdout).toMatch(/crash-after-checkpoint-durable\s+passed/);
     expect(conformance.stdout).toContain("4 passed, 0 failed, 0 inconclusive, 0 skipped");
+
+    // The sink guide's SQLite sink, the file as the guide shows it, sharded on two threads.
+    const guide = await readFile(join(root, "docs/writing-a-sink.md"), "utf8");
+    const sqliteSink = fencedBlocks(guide).find((b) => b.meta === "sqlite-sink.ts");
+    expect(sqliteSink, "docs/writing-a-sink.md shows sqlite-sink.ts whole").toBeDefined();
+    await writeFile(join(app, "sqlite-sink.ts"), sqliteSink?.code ?? "");
+    await typeCheck(app, "sqlite-sink.ts");
+    const sqlite = await exec(
+      join(app, "node_modules/.bin/exactly"),
+      ["conformance", "sqlite-sink.ts", "--only", "clean-run,zombie", "--workers", "2"],
+      { cwd: app },
+    );
+    expect(sqlite.stdout).toMatch(/zombie\s+passed/);
+    expect(sqlite.stdout).toContain("2 passed, 0 failed, 0 inconclusive, 0 skipped");
   });
 });

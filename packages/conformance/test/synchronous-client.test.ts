@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { definition } from "../../../examples/sqlite-sink/src/sqlite-sink.ts";
 import { selectScenarios } from "../src/index.ts";
 import { resolveOptions, runSelected } from "../src/suite.ts";
-import { definition } from "./fixtures/toy-sqlite-sink.ts";
 
 // A sink on node:sqlite does no asynchronous operation inside its hooks: the suite must
 // still kill it inside them (between two statements), and say so, rather than end

@@ -4,8 +4,8 @@
 // lock (@exactly/testkit/variant-scenarios); every scenario in `pnpm test:full`.
 import { variantScenarios } from "@exactly/testkit/variant-scenarios";
 import { describe, it } from "vitest";
+import { definition as sqlite } from "../../../../examples/sqlite-sink/src/sqlite-sink.ts";
 import { conformanceSuite } from "../../src/index.ts";
-import { definition as sqlite } from "../fixtures/toy-sqlite-sink.ts";
 
 conformanceSuite(
   { describe, it },
