@@ -8,7 +8,7 @@ import { FileSystemCheckpointStorage, GeneratorSource, StreamJob, silentLogger }
 import { localFileSink } from "@exactly/file";
 import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { CheckpointReport } from "../src/inspect/inspect-command.ts";
+import { type CheckpointReport, formatPositions } from "../src/inspect/inspect-command.ts";
 
 const RECORDS = 20_000;
 
@@ -45,6 +45,23 @@ async function runJob(): Promise<string> {
 }
 
 describe("exactly inspect", () => {
+  it("shows a source's positions readably: a few on one line, many one per line and counted past 20", () => {
+    expect(formatPositions("  source s/0", { "orders-1": 7, "orders-0": 12 })).toEqual([
+      "  source s/0: orders-0 at 12, orders-1 at 7",
+    ]);
+    const partitions = Object.fromEntries(Array.from({ length: 64 }, (_, p) => [`clicks-${p}`, 1_000_000 + p]));
+    const lines = formatPositions("  source kafka/0", partitions);
+    expect(lines[0]).toBe("  source kafka/0: 64 positions");
+    expect(lines[1]).toBe("      clicks-0   1000000");
+    expect(lines[10]).toBe("      clicks-9   1000009");
+    expect(lines[11]).toBe("      clicks-10  1000010");
+    expect(lines).toHaveLength(22);
+    expect(lines.at(-1)).toBe("      … and 44 more (exactly inspect --json lists every one)");
+    expect(formatPositions("  source x/0", { nested: { deep: "x".repeat(400) } })[0]).toMatch(
+      /^ {2}source x\/0: \{"nested".{190,}… \(--json shows it whole\)$/,
+    );
+  });
+
   it("lists every checkpoint, the sources' positions and the sinks' pending transactions", async () => {
     const location = await runJob();
     // A checkpoint begun and never completed (the job died before its metadata).

@@ -71,7 +71,13 @@ export interface ShardedReport {
    * The shard count and layout generation of the location's `_layout`, and the count of a
    * declared rescale (`exactly rescale`) if any; null if it has none.
    */
-  readonly layout: { readonly count: number; readonly generation: number; readonly next?: number } | null;
+  readonly layout: {
+    readonly count: number;
+    readonly generation: number;
+    readonly next?: number;
+    /** The first epoch of this generation: the clock's milliseconds when it began. */
+    readonly minEpoch?: number;
+  } | null;
   readonly shards: readonly ShardReport[];
 }
 
@@ -104,8 +110,9 @@ export async function inspectShards(
       .map(Number)
       .sort((a, b) => a - b);
     if (indexes.length === 0) return undefined;
-    const layout = (await storage.record?.<{ count: number; generation: number; next?: number }>("layout").read())
-      ?.value;
+    const layout = (
+      await storage.record?.<{ count: number; generation: number; next?: number; minEpoch?: number }>("layout").read()
+    )?.value;
     const shards: ShardReport[] = [];
     for (const shard of indexes) {
       const folder = storage.scoped?.(`shard-${shard}`) as CheckpointStorage;
@@ -129,6 +136,7 @@ export async function inspectShards(
             count: layout.count,
             generation: layout.generation,
             ...(layout.next === undefined ? {} : { next: layout.next }),
+            ...(typeof layout.minEpoch === "number" ? { minEpoch: layout.minEpoch } : {}),
           }
         : null,
       shards,
@@ -146,20 +154,32 @@ export function formatShards(location: string, sharded: ShardedReport): string {
         `${sharded.layout.next === undefined ? "" : `; a rescale to ${sharded.layout.next} shards is declared`})`
       : `shard folders at ${location}`,
   ];
+  // Epochs begin at the clock's milliseconds and grow by one per owner: 13 digits that differ
+  // in the last few. Shown as the generation and the count since it began; raw under --json.
+  const minEpoch = sharded.layout?.minEpoch;
+  const g = `g${sharded.layout?.generation}`;
+  const epoch = (e: number) =>
+    minEpoch === undefined ? String(e) : e >= minEpoch ? `${g}+${e - minEpoch}` : `${g}-${minEpoch - e}`;
+  if (minEpoch !== undefined) {
+    lines.push(
+      `epochs: ${g}+k is the k-th after generation ${sharded.layout?.generation} began at ` +
+        `${new Date(minEpoch).toISOString()} (epoch ${minEpoch}), ${g}-k one k before it; --json gives every epoch raw`,
+    );
+  }
   for (const s of sharded.shards) {
     const lease = s.lease
       ? s.lease.released
-        ? `released by ${s.lease.owner} (epoch ${s.lease.epoch})`
-        : `held by ${s.lease.owner} at epoch ${s.lease.epoch}`
+        ? `released by ${s.lease.owner} (epoch ${epoch(s.lease.epoch)})`
+        : `held by ${s.lease.owner} at epoch ${epoch(s.lease.epoch)}`
       : "never taken";
-    const latest = s.latest ? `checkpoint ${s.latest.checkpointId} (epoch ${s.latest.epoch})` : "none";
+    const latest = s.latest ? `checkpoint ${s.latest.checkpointId} (epoch ${epoch(s.latest.epoch)})` : "none";
     const retired =
       sharded.layout && s.shard >= sharded.layout.count
         ? ` (not in the current layout of ${sharded.layout.count}: its state went to the shards that are)`
         : "";
     lines.push(
       "",
-      `shard ${s.shard}${retired}: lease ${lease}; head at epoch ${s.epoch ?? "-"}, latest complete ${latest}`,
+      `shard ${s.shard}${retired}: lease ${lease}; head at epoch ${s.epoch === null ? "-" : epoch(s.epoch)}, latest complete ${latest}`,
     );
     if (s.checkpoints.length > 0)
       lines.push(
@@ -279,7 +299,7 @@ export function formatInspection(location: string, reports: readonly CheckpointR
   lines.push(
     `  stages: ${latest.stages.map((s) => `${s.uid} (${s.kind ?? "kind not recorded"}, parallelism ${s.parallelism})`).join(", ")}`,
   );
-  for (const s of latest.sources) lines.push(`  source ${s.stage}/${s.subtask}: ${JSON.stringify(s.positions)}`);
+  for (const s of latest.sources) lines.push(...formatPositions(`  source ${s.stage}/${s.subtask}`, s.positions));
   for (const s of latest.sinks) {
     const pending = s.pending.map((p) => {
       const age = p.ageSeconds === null ? "age unknown" : `age ${p.ageSeconds.toFixed(1)} s`;
@@ -308,4 +328,36 @@ function noCheckpoints(location: string): string {
     `  exactly demo keeps them in ${join("<its --out>", DEMO_CHECKPOINT_DIR)} (the demo prints it);`,
     "  a job run with exactly run keeps them where its checkpoint.storage says (a directory, or s3://bucket/prefix)",
   ].join("\n");
+}
+
+/** Positions listed in text; past this many, the rest are counted (--json has them all). */
+const POSITIONS_SHOWN = 20;
+
+/**
+ * A source's positions, readable: a few on the subtask's line, more one per line (a Kafka
+ * source has one per partition, a file source one per file), the rest counted past
+ * `POSITIONS_SHOWN`. A shape that is not a flat record is shown as JSON, cut at 200 characters.
+ */
+export function formatPositions(label: string, positions: unknown): string[] {
+  const flat =
+    positions !== null &&
+    typeof positions === "object" &&
+    !Array.isArray(positions) &&
+    Object.values(positions).every((v) => v === null || typeof v !== "object");
+  if (!flat) {
+    const json = JSON.stringify(positions) ?? "none";
+    return [`${label}: ${json.length > 200 ? `${json.slice(0, 200)}… (--json shows it whole)` : json}`];
+  }
+  const entries = Object.entries(positions as Record<string, unknown>).sort(([a], [b]) =>
+    a.localeCompare(b, undefined, { numeric: true }),
+  );
+  const inline = entries.map(([key, value]) => `${key} at ${String(value)}`).join(", ");
+  if (entries.length <= 3 && inline.length <= 100) return [`${label}: ${inline || "no positions"}`];
+  const width = Math.max(...entries.slice(0, POSITIONS_SHOWN).map(([key]) => key.length));
+  const lines = [`${label}: ${entries.length} positions`];
+  for (const [key, value] of entries.slice(0, POSITIONS_SHOWN))
+    lines.push(`      ${key.padEnd(width)}  ${String(value)}`);
+  if (entries.length > POSITIONS_SHOWN)
+    lines.push(`      … and ${entries.length - POSITIONS_SHOWN} more (exactly inspect --json lists every one)`);
+  return lines;
 }

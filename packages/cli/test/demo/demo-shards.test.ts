@@ -54,19 +54,28 @@ describe("exactly demo --shards", () => {
     );
 
     const inspected = JSON.parse((await runExactly("inspect", join(out, ".checkpoints"), "--json")).join("\n")) as {
-      layout: { count: number; generation: number };
+      layout: { count: number; generation: number; minEpoch: number };
       shards: Array<{
         shard: number;
         lease: { released: boolean };
         checkpoints: Array<{ final: boolean; committed: boolean }>;
       }>;
     };
-    expect(inspected.layout).toEqual({ count: 2, generation: 2 });
+    expect(inspected.layout).toEqual({ count: 2, generation: 2, minEpoch: expect.any(Number) });
     expect(inspected.shards.map((s) => s.shard)).toEqual([0, 1, 2]);
     // The two shards of the last layout ended gracefully: a final checkpoint, committed, the lease released.
     for (const shard of inspected.shards.slice(0, 2)) {
       expect(shard.lease.released).toBe(true);
       expect(shard.checkpoints.at(-1)).toMatchObject({ final: true, committed: true });
     }
+    // In text, an epoch is the generation and the count since it began, not 13 bare digits.
+    const text = (await runExactly("inspect", join(out, ".checkpoints"))).join("\n");
+    expect(text).toContain(
+      `epochs: g2+k is the k-th after generation 2 began at ${new Date(inspected.layout.minEpoch).toISOString()}`,
+    );
+    expect(text).toMatch(/^shard 0: lease released by \S+ \(epoch g2\+\d+\); head at epoch g2\+\d+/m);
+    // Shard 2 is not in the last layout: its epochs are from before generation 2.
+    expect(text).toMatch(/^shard 2 \(not in the current layout[^\n]*lease released by \S+ \(epoch g2-\d+\)/m);
+    expect(text).not.toMatch(/^shard \d.*\d{13}/m);
   });
 });
