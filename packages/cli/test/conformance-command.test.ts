@@ -29,37 +29,24 @@ function exactly(temp: string, cwd: string, ...args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-/** A definition module, as an author writes one: the toy sink, wrong on purpose. */
-async function wrongSinkModule(): Promise<{ dir: string; temp: string; module: string }> {
+/** A definition module, as an author writes one, of the toy sink: `toyDefinition(<broken>)`. */
+async function toySinkModule(broken?: string): Promise<{ dir: string; temp: string; module: string }> {
   const dir = await mkdtemp(join(tmpdir(), "exactly-conformance-cli-"));
   made.push(dir);
   const temp = join(dir, "tmp");
   await mkdir(temp);
-  const module = "wrong.conformance.mjs";
+  const module = broken ? "wrong.conformance.mjs" : "toy.conformance.mjs";
   await writeFile(
     join(dir, module),
-    `const { toyDefinition } = await import(${JSON.stringify(toySink)});\nexport const definition = toyDefinition("ignores-referenced");\n`,
-  );
-  return { dir, temp, module };
-}
-
-/** A definition module of the toy sink, correct. */
-async function correctSinkModule(): Promise<{ dir: string; temp: string; module: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "exactly-conformance-cli-"));
-  made.push(dir);
-  const temp = join(dir, "tmp");
-  await mkdir(temp);
-  const module = "toy.conformance.mjs";
-  await writeFile(
-    join(dir, module),
-    `const { toyDefinition } = await import(${JSON.stringify(toySink)});\nexport const definition = toyDefinition();\n`,
+    `const { toyDefinition } = await import(${JSON.stringify(toySink)});\n` +
+      `export const definition = toyDefinition(${broken ? JSON.stringify(broken) : ""});\n`,
   );
   return { dir, temp, module };
 }
 
 describe("exactly conformance", () => {
   it("--workers n runs every scenario's job with the sink's subtasks on n threads", async () => {
-    const { dir, temp, module } = await correctSinkModule();
+    const { dir, temp, module } = await toySinkModule();
     const exercised = (...flags: string[]) => {
       const run = exactly(temp, dir, "conformance", module, "--only", "clean-run", "--json", "-", ...flags);
       expect(run.code, run.stderr).toBe(0);
@@ -79,7 +66,7 @@ describe("exactly conformance", () => {
   });
 
   it("prints the command that replays a failure, keeps only the failed scratch folder, and writes --json", async () => {
-    const { dir, temp, module } = await wrongSinkModule();
+    const { dir, temp, module } = await toySinkModule("ignores-referenced");
     const report = join(dir, "report.json");
     const run = exactly(
       temp,

@@ -9,6 +9,6 @@ import { conformanceSuite } from "../../src/index.ts";
 
 conformanceSuite(
   { describe, it },
-  { ...sqlite, name: "toy sqlite sink on two worker threads", workers: 2 },
+  { ...sqlite, name: "sqlite sink on two worker threads", workers: 2 },
   { only: variantScenarios("threads") },
 );
