@@ -19,17 +19,22 @@ export async function loadConnector<M>(specifier: string, user: string, peers: r
     const message = String((error as Error).message);
     const missing = [specifier, ...peers].find((name) => message.includes(`'${name}'`));
     if (code === "ERR_MODULE_NOT_FOUND" && missing !== undefined) {
-      if (missing === specifier) {
-        throw new ConfigurationError(
-          user,
-          `needs ${specifier}, which is not installed; install it next to @exactly/cli: npm install ${specifier}`,
-        );
-      }
+      const what = missing === specifier ? "which is not installed" : `which needs ${missing}, not installed`;
       throw new ConfigurationError(
         user,
-        `needs ${specifier}, which needs ${missing}, not installed; install it next to @exactly/cli: npm install ${missing}`,
+        `needs ${specifier}, ${what}; install it next to @exactly/cli: ${howToInstall(missing)}`,
       );
     }
     throw error;
   }
+}
+
+/** Our packages are on no registry yet: they are packed from a clone (docs/getting-started.md). */
+function howToInstall(name: string): string {
+  if (!name.startsWith("@exactly/")) return `npm install ${name}`;
+  const folder = name.slice("@exactly/".length);
+  return (
+    `${name} is not on npm yet: in a clone of the repository, pnpm install, then pnpm pack its package ` +
+    `(docs/getting-started.md, "Build and pack the packages"), and npm install the exactly-${folder}-<version>.tgz it makes`
+  );
 }

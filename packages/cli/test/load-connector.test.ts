@@ -11,7 +11,7 @@ import { loadConnector } from "../src/load-connector.ts";
 describe("loading a demo's connector", () => {
   it("a missing package: names the --sink and the install command", async () => {
     await expect(loadConnector("@exactly/no-such-connector", "--sink redis")).rejects.toThrow(
-      "--sink redis: needs @exactly/no-such-connector, which is not installed; install it next to @exactly/cli: npm install @exactly/no-such-connector",
+      "--sink redis: needs @exactly/no-such-connector, which is not installed; install it next to @exactly/cli: @exactly/no-such-connector is not on npm yet: in a clone of the repository, pnpm install, then pnpm pack its package",
     );
   });
 
