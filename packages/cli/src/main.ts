@@ -13,6 +13,7 @@ import {
   positiveSeconds,
   seconds,
   uidList,
+  writableFile,
 } from "./flag-parsers.ts";
 import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
@@ -217,7 +218,8 @@ export function buildProgram(): Command {
       "run every scenario's job on n worker threads (subtask i on thread i mod n; default the definition's workers, else 1)",
       integerAtLeast(1),
     )
-    .option("--json <file>", "also write a machine-readable report there (- for stdout)")
+    // Checked before the run: minutes of scenarios are not lost to a typo in the report's path.
+    .option("--json <file>", "also write a machine-readable report there (- for stdout)", writableFile)
     .action(async (module: string, opts) => {
       // 1: a scenario failed; 3: none failed but one tested nothing in all its attempts.
       const outcome = await runConformanceCommand(module, opts);

@@ -126,6 +126,7 @@ const table: ReadonlyArray<readonly [string, string, () => string[]]> = [
   ["conformance", "module that does not exist", () => ["conformance", join(dir, "nope.ts")]],
   ["conformance", "zero --repeat", () => ["conformance", file, "--repeat", "0"]],
   ["conformance", "zero --workers", () => ["conformance", file, "--workers", "0"]],
+  ["conformance", "--json in a missing directory", () => ["conformance", file, "--json", "/no/such/dir/report.json"]],
   ["conformance", "fractional --seed", () => ["conformance", file, "--seed", "0.5"]],
 ];
 
