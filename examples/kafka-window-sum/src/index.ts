@@ -1,5 +1,11 @@
 export { type KcatRead, readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
-export { compareWindows, runWindowSum, type WindowSumResult, type WindowSumRunOptions } from "./run-window-sum.ts";
+export {
+  compareWindows,
+  runWindowSum,
+  type WindowSumResult,
+  type WindowSumRunOptions,
+  WindowSumStoppedError,
+} from "./run-window-sum.ts";
 export {
   type Event,
   event,

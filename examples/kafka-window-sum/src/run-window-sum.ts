@@ -30,6 +30,48 @@ export interface WindowSumRunOptions {
   readonly seed: number;
   /** Told what happens, a line at a time. */
   readonly log?: (line: string) => void;
+  /**
+   * Ends the run when aborted (a Ctrl-C): the job's process is SIGKILLed, the checkpoints
+   * removed, and the run rejects with {@link WindowSumStoppedError}.
+   */
+  readonly stop?: AbortSignal;
+}
+
+/** The run was stopped through `stop`; its message names the topics it leaves on the broker. */
+export class WindowSumStoppedError extends Error {
+  readonly input: string;
+  readonly output: string;
+  constructor(input: string, output: string) {
+    super(`its checkpoints were removed; the topics ${input} and ${output} are left on the broker`);
+    this.name = "WindowSumStoppedError";
+    this.input = input;
+    this.output = output;
+  }
+}
+
+/** Thrown inside the run once `stop` is aborted; the run turns it into a WindowSumStoppedError. */
+class Stopped extends Error {}
+
+function throwIfStopped(stop: AbortSignal | undefined): void {
+  if (stop?.aborted) throw new Stopped();
+}
+
+/**
+ * Whether `stop` is aborted within `ms`: a Ctrl-C reaches the job's process with ours, and it
+ * may end before our own handler has run.
+ */
+async function stoppedWithin(stop: AbortSignal | undefined, ms: number): Promise<boolean> {
+  if (!stop || stop.aborted) return stop?.aborted === true;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      stop?.removeEventListener("abort", done);
+      resolve();
+    }
+    stop.addEventListener("abort", done, { once: true });
+  });
+  return stop.aborted;
 }
 
 export interface WindowSumResult {
@@ -81,7 +123,12 @@ export function compareWindows(expected: ReadonlyMap<string, number>, lines: rea
   return problems;
 }
 
-async function fillInput(kafka: kafkajs.Kafka, config: WindowSumConfig, events: number): Promise<void> {
+async function fillInput(
+  kafka: kafkajs.Kafka,
+  config: WindowSumConfig,
+  events: number,
+  stop: AbortSignal | undefined,
+): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -99,6 +146,7 @@ async function fillInput(kafka: kafkajs.Kafka, config: WindowSumConfig, events: 
   await producer.connect();
   try {
     for (let start = 0; start < events; start += 5000) {
+      throwIfStopped(stop);
       const messages = [];
       for (let id = start; id < Math.min(events, start + 5000); id++)
         messages.push({ partition: partitionOf(id), value: JSON.stringify(event(id)) });
@@ -114,7 +162,9 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
   const random = seededRandom(options.seed);
   const worker = siblingScript(import.meta.url, "job-worker");
   let kills = 0;
+  const { stop } = options;
   for (let run = 1; ; run++) {
+    throwIfStopped(stop);
     const fault = kills < options.kills ? pickFault(random) : "";
     const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
       // kafkajs 2.2.4 sets a negative timer on Node 24, which only warns (tulios/kafkajs#1751).
@@ -123,8 +173,14 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
         env: { ...process.env, WINDOW_SUM_CONFIG: JSON.stringify(config), EXACTLY_FAULT: fault },
         stdio: ["ignore", "inherit", "inherit"],
       });
-      child.on("exit", (c, s) => resolve({ code: c, signal: s }));
+      const kill = () => child.kill("SIGKILL");
+      stop?.addEventListener("abort", kill, { once: true });
+      child.on("exit", (c, s) => {
+        stop?.removeEventListener("abort", kill);
+        resolve({ code: c, signal: s });
+      });
     });
+    if (await stoppedWithin(stop, signal !== null && signal !== "SIGKILL" ? 1000 : 0)) throw new Stopped();
     if (signal === "SIGKILL") {
       kills++;
       options.log?.(`run ${run}: killed with SIGKILL at ${fault}; restarting from the latest checkpoint`);
@@ -134,7 +190,7 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
       options.log?.(`run ${run}: finished${fault ? ` before reaching ${fault}` : ""}`);
       return kills;
     }
-    throw new Error(`window-sum job failed with exit code ${code}`);
+    throw new Error(`window-sum job failed with ${signal ? `signal ${signal}` : `exit code ${code}`}`);
   }
 }
 
@@ -156,10 +212,13 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
   // The checkpoints are the run's own: its output is in the topics, which the summary names.
   try {
     options.log?.(`writing ${options.events} events to ${config.input} (${INPUT_PARTITIONS} partitions)`);
-    await fillInput(kafka, config, options.events);
+    await fillInput(kafka, config, options.events, options.stop);
     const startedAt = Date.now();
     kills = await runWithKills(config, options);
     elapsedSeconds = (Date.now() - startedAt) / 1000;
+  } catch (error) {
+    if (error instanceof Stopped) throw new WindowSumStoppedError(config.input, config.output);
+    throw error;
   } finally {
     await rm(config.checkpoints, { recursive: true, force: true });
   }

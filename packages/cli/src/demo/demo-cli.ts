@@ -9,7 +9,7 @@ import { ConfigurationError } from "@exactly/core";
 import { type Command, Option } from "commander";
 import { integer, integerAtLeast, integerBetween, port, writableFile } from "../flag-parsers.ts";
 import { runDemo } from "./demo-command.ts";
-import { DemoInterruptedError, watchStopSignals } from "./demo-interrupt.ts";
+import { DemoInterruptedError, type SignalWatch, watchStopSignals } from "./demo-interrupt.ts";
 import { DEMO_MAX_PARALLELISM } from "./demo-job-config.ts";
 import {
   DEMO_DEFAULT_RECORDS,
@@ -20,7 +20,13 @@ import {
 } from "./demo-options.ts";
 import { formatSummary } from "./summary-printer.ts";
 import { DEMO_TARGETS } from "./targets/demo-targets.ts";
-import { formatKafkaSummary, KAFKA_DEFAULT_EVENTS, KAFKA_FLAGS, runKafkaDemo } from "./targets/kafka-target.ts";
+import {
+  formatKafkaSummary,
+  KAFKA_DEFAULT_EVENTS,
+  KAFKA_FLAGS,
+  type KafkaDemoSummary,
+  runKafkaDemo,
+} from "./targets/kafka-target.ts";
 
 /** Flags both demos take. */
 function sharedFlags(records: { what: string; default: number; max?: number }): Option[] {
@@ -146,12 +152,8 @@ export function addDemoCommands(program: Command): void {
           signals.signal,
         );
       } catch (error) {
-        if (!(error instanceof DemoInterruptedError)) throw error;
-        signals.dispose();
-        console.error(error.message);
-        // Ended by the signal's default action, as a shell expects of a process a signal stopped.
-        process.kill(process.pid, error.signal);
-        return;
+        if (endByStopSignal(error, signals)) return;
+        throw error;
       } finally {
         signals.dispose();
       }
@@ -193,17 +195,39 @@ function refuseForeignFlags(command: Command, owned: ReadonlyArray<{ option: Opt
   }
 }
 
+/**
+ * A run a stop signal ended: says what became of its output and ends by that signal's default
+ * action, as a shell expects of a process a signal stopped (true). False for any other error.
+ */
+function endByStopSignal(error: unknown, signals: SignalWatch): boolean {
+  if (!(error instanceof DemoInterruptedError)) return false;
+  signals.dispose();
+  console.error(error.message);
+  process.kill(process.pid, error.signal);
+  return true;
+}
+
 async function kafkaDemo(opts: Record<string, unknown>): Promise<void> {
   const brokers = String(opts.brokers ?? process.env.EXACTLY_KAFKA_BROKERS ?? "")
     .split(",")
     .filter(Boolean);
-  const summary = await runKafkaDemo({
-    brokers,
-    records: (opts.records as number | undefined) ?? KAFKA_DEFAULT_EVENTS,
-    kills: opts.kills as number,
-    seed: (opts.seed as number | undefined) ?? randomSeed(),
-    requireKcat: opts.requireKcat === true,
-  });
+  const signals = watchStopSignals();
+  let summary: KafkaDemoSummary;
+  try {
+    summary = await runKafkaDemo({
+      brokers,
+      records: (opts.records as number | undefined) ?? KAFKA_DEFAULT_EVENTS,
+      kills: opts.kills as number,
+      seed: (opts.seed as number | undefined) ?? randomSeed(),
+      requireKcat: opts.requireKcat === true,
+      stop: signals.signal,
+    });
+  } catch (error) {
+    if (endByStopSignal(error, signals)) return;
+    throw error;
+  } finally {
+    signals.dispose();
+  }
   console.log(formatKafkaSummary(summary));
   await printJson(opts.json, summary);
   if (!summary.ok) process.exitCode = 1;

@@ -5,6 +5,7 @@
  */
 import { ConfigurationError } from "@exactly/core";
 import { addressOf, checkAnyServer } from "../../server-check.ts";
+import { DemoInterruptedError, stopSignalOf } from "../demo-interrupt.ts";
 import { formatRows, killsLanded, verdict } from "../summary-printer.ts";
 import type { DemoFlag } from "./demo-target.ts";
 
@@ -31,6 +32,8 @@ export interface WindowSumExample {
     readonly kills: number;
     readonly seed: number;
     readonly log?: (line: string) => void;
+    /** Aborted: the run SIGKILLs its job, removes its checkpoints and rejects (its message says what is left). */
+    readonly stop?: AbortSignal;
   }): Promise<WindowSumResult>;
 }
 
@@ -76,6 +79,8 @@ export interface KafkaDemoOptions {
   readonly seed: number;
   /** kcat's check must run: without kcat the verdict is not ok. */
   readonly requireKcat?: boolean;
+  /** A stop signal's abort (demo-interrupt.ts): the run ends in order, with DemoInterruptedError. */
+  readonly stop?: AbortSignal;
 }
 
 export interface KafkaDemoSummary extends WindowSumResult {
@@ -104,13 +109,21 @@ export async function runKafkaDemo(options: KafkaDemoOptions): Promise<KafkaDemo
     "a Kafka broker",
     options.brokers.map((broker) => addressOf(broker, 9092)),
   );
-  const result = await runWindowSum({
-    brokers: options.brokers,
-    events: options.records,
-    kills: options.kills,
-    seed: options.seed,
-    log: (line) => console.error(line),
-  });
+  let result: WindowSumResult;
+  try {
+    result = await runWindowSum({
+      brokers: options.brokers,
+      events: options.records,
+      kills: options.kills,
+      seed: options.seed,
+      log: (line) => console.error(line),
+      ...(options.stop ? { stop: options.stop } : {}),
+    });
+  } catch (error) {
+    const signal = stopSignalOf(options.stop);
+    if (signal) throw new DemoInterruptedError(signal, (error as Error).message);
+    throw error;
+  }
   // kcat is the second opinion. Not installed, it says "not checked" and fails only a run that
   // asked for it (--require-kcat); installed but failed, the run is not ok: a check that was
   // possible did not happen.

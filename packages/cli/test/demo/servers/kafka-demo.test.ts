@@ -1,6 +1,14 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { buildProgram } from "../../../src/main.ts";
+import { groupAlive, waitUntil } from "../demo-processes.ts";
+
+const cli = fileURLToPath(new URL("../../../../../test/e2e/fixtures/exactly-cli.ts", import.meta.url));
 
 /** Runs `exactly <args>` in this process and returns what it printed to stdout. */
 async function exactly(...args: string[]): Promise<string[]> {
@@ -45,6 +53,57 @@ describe("exactly demo --kafka", () => {
     expect(summary).toMatchObject({ events: 4_000, mismatches: [], ok: true });
     expect(printed.join("\n")).toContain("OK: every window committed exactly once");
     expect(process.exitCode).toBeUndefined();
+  });
+
+  it("on Ctrl-C (SIGINT to its process group) while the job runs: SIGKILLs it, removes its checkpoints, names the topics it leaves, ends by SIGINT", async () => {
+    const tmp = await mkdtemp(join(tmpdir(), "exactly-kafka-demo-stop-"));
+    const demo = spawn(
+      process.execPath,
+      [
+        "--conditions=@exactly/source",
+        cli,
+        "demo",
+        "kafka",
+        "--brokers",
+        kafkaBrokers().join(","),
+        "--records",
+        "1000000",
+        "--kills",
+        "0",
+      ],
+      { detached: true, env: { ...process.env, TMPDIR: tmp }, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let stderr = "";
+    demo.stderr.on("data", (chunk) => {
+      stderr = (stderr + chunk).slice(-4000);
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      demo.on("exit", (code, signal) => resolve({ code, signal })),
+    );
+    const pgid = demo.pid as number;
+    try {
+      const checkpointDirs = async () => (await readdir(tmp)).filter((n) => n.startsWith("exactly-window-sum-"));
+      // The job is running once its first checkpoint is in the run's checkpoint folder.
+      await waitUntil(
+        "the job's first checkpoint",
+        async () => {
+          const [dir] = await checkpointDirs();
+          return dir !== undefined && (await readdir(join(tmp, dir)).catch(() => [])).length > 0;
+        },
+        120_000,
+      );
+      process.kill(-pgid, "SIGINT");
+      const { signal } = await exited;
+      expect(signal, stderr).toBe("SIGINT");
+      expect(stderr).toMatch(
+        /stopped by SIGINT; its checkpoints were removed; the topics window-sum-in-\S+ and window-sum-out-\S+ are left on the broker/,
+      );
+      await waitUntil("every process of the demo gone", () => !groupAlive(pgid), 10_000);
+      expect(await checkpointDirs()).toEqual([]);
+    } finally {
+      if (groupAlive(pgid)) process.kill(-pgid, "SIGKILL");
+      await rm(tmp, { recursive: true, force: true });
+    }
   });
 
   it("refuses the file demo's options with --kafka, naming them", async () => {
