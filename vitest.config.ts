@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { configDefaults, defineConfig, type TestProjectInlineConfiguration } from "vitest/config";
-import RestartsFirstSequencer from "./test/restarts-first-sequencer.ts";
+import LongestFirstSequencer from "./test/longest-first-sequencer.ts";
 
 // Every Node process the tests start (vitest's workers, each conformance run's child, the CLI
 // under test) keeps V8's compiled code of the modules it loads here, and the next one loads
@@ -68,7 +68,7 @@ export default defineConfig({
         ? [["json", { outputFile: process.env.EXACTLY_TEST_REPORT }] as ["json", { outputFile: string }]]
         : []),
     ],
-    sequence: { sequencer: RestartsFirstSequencer },
+    sequence: { sequencer: LongestFirstSequencer },
     testTimeout: 180_000,
     hookTimeout: 300_000,
     // Three test files at a time on the 2-core CI machine: a conformance scenario spends much
