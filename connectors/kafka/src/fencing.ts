@@ -1,7 +1,6 @@
 import { TransientError, withRetry } from "@exactly/core";
+import type { KafkaConnection } from "./kafka-connection.ts";
 import { isRetriableKafkaError } from "./kafka-errors.ts";
-import type { InternalCluster } from "./kafkajs/cluster.ts";
-import { fenceTransactionalId } from "./kafkajs/transactions.ts";
 
 /**
  * InitProducerId on `transactionalId`, which aborts what is open under it and fences its
@@ -10,14 +9,14 @@ import { fenceTransactionalId } from "./kafkajs/transactions.ts";
  * unknown). Used by the sink's recovery and by the lingering-work finder.
  */
 export async function fence(
-  cluster: InternalCluster,
+  connection: KafkaConnection,
   transactionalId: string,
   transactionTimeoutMs: number,
 ): Promise<number> {
   const handle = await withRetry(
     async () => {
       try {
-        return await fenceTransactionalId(cluster, transactionalId, transactionTimeoutMs);
+        return await connection.initProducerId(transactionalId, transactionTimeoutMs);
       } catch (error) {
         if (isRetriableKafkaError(error))
           throw new TransientError(`InitProducerId for ${transactionalId}`, { cause: error });

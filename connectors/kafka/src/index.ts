@@ -19,9 +19,10 @@ export {
   valueAsString,
 } from "./kafka-source.ts";
 export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
-export type { KafkaClient, KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
+export type { KafkaClient } from "./kafkajs/kafkajs-connection.ts";
 export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
 export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering.ts";
+export type { KafkaConnectionOptions } from "./open-connection.ts";
 export {
   type CheckpointTiming,
   type KafkaSinkMessage,

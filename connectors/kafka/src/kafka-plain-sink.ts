@@ -8,8 +8,7 @@ import {
 } from "@exactly/core";
 import type { KafkaConnection } from "./kafka-connection.ts";
 import { isTransientKafkaFailure } from "./kafka-errors.ts";
-import type { InternalCluster } from "./kafkajs/cluster.ts";
-import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
+import { openKafkaConnection } from "./open-connection.ts";
 import type { KafkaWriteOptions } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
 import { RecordWriter } from "./record-writer.ts";
@@ -50,7 +49,7 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   private readonly sinkOptions: KafkaWriteOptions<T>;
   private readonly writer: RecordWriter<T>;
   private readonly send: SendSettings;
-  private cluster: InternalCluster | undefined;
+  private connection: KafkaConnection | undefined;
   private outbox: Outbox | undefined;
   /** Records written since the last barrier that flushed. */
   private unflushed = 0;
@@ -65,11 +64,11 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
   protected abstract atBarrier(outbox: Outbox): Promise<void>;
 
   async open(_context: SinkContext): Promise<void> {
-    const connection: KafkaConnection = connectKafka(this.sinkOptions);
-    const cluster = connection.cluster();
-    this.cluster = cluster;
-    await cluster.connect();
-    const producer = await connection.plainProducer(cluster, { idempotent: this.send.idempotent });
+    // Kept before it connects: a connect that fails half way may hold a socket for close().
+    const connection = openKafkaConnection(this.sinkOptions);
+    this.connection = connection;
+    await connection.connect();
+    const producer = await connection.plainProducer({ idempotent: this.send.idempotent });
     const { acks } = this.send;
     this.outbox = this.writer.outbox((batch) => producer.sendBatch(batch, acks));
   }
@@ -105,8 +104,8 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
     try {
       await outbox?.discard();
     } finally {
-      await this.cluster?.disconnect().catch(() => {});
-      this.cluster = undefined;
+      await this.connection?.close();
+      this.connection = undefined;
     }
   }
 }

@@ -7,12 +7,16 @@ import {
   type SourceReader,
   type SourceReaderContext,
 } from "@exactly/core";
-import type { KafkaConnection, KafkaHeaders } from "./kafka-connection.ts";
-import { errorType, isTransientKafkaFailure, OffsetOutOfRangeError } from "./kafka-errors.ts";
-import type { InternalCluster } from "./kafkajs/cluster.ts";
-import { type FetchedPartition, type FetchedRecord, fetchCommitted } from "./kafkajs/fetch.ts";
-import { commitGroupOffsets } from "./kafkajs/group-offsets.ts";
-import { connectKafka, type KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
+import {
+  type FetchedRecord,
+  type KafkaConnection,
+  type KafkaHeaders,
+  KafkaOffsetOutOfRangeError,
+  KafkaUnknownTopicsError,
+  type OffsetSpec,
+} from "./kafka-connection.ts";
+import { isTransientKafkaFailure, OffsetOutOfRangeError } from "./kafka-errors.ts";
+import { type KafkaConnectionOptions, openKafkaConnection } from "./open-connection.ts";
 
 /** A record as read from Kafka (only committed ones: read_committed). */
 export interface KafkaRecord {
@@ -109,20 +113,11 @@ interface Chunk {
   readonly after: number;
 }
 
-const STALE_METADATA = new Set([
-  "UNKNOWN_TOPIC_OR_PARTITION",
-  "LEADER_NOT_AVAILABLE",
-  "NOT_LEADER_FOR_PARTITION",
-  "FENCED_LEADER_EPOCH",
-  "UNKNOWN_LEADER_EPOCH",
-]);
-
 class KafkaSourceReader<T> implements SourceReader<T> {
   private readonly source: KafkaSource<T>;
   private readonly context: SourceReaderContext;
   private readonly deserialize: (record: KafkaRecord) => T;
   private connection: KafkaConnection | undefined;
-  private cluster: InternalCluster | undefined;
   private splits: Split[] = [];
   private buffer: Chunk[] = [];
   /** Positions of checkpoints not yet complete, by checkpoint id: the group gets them on completion. */
@@ -139,17 +134,20 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   }
 
   async open(): Promise<void> {
-    this.connection = connectKafka(this.options);
-    const cluster = this.connection.cluster({ readCommitted: true });
-    this.cluster = cluster;
-    await cluster.connect();
-    await cluster.addMultipleTargetTopics([...this.options.topics]);
+    // Kept before it connects: a connect that fails half way may hold a socket for close().
+    const connection = openKafkaConnection(this.options, { readCommitted: true });
+    this.connection = connection;
+    await connection.connect();
+    const byTopic = await connection.partitions(this.options.topics).catch((error: unknown) => {
+      // A restart would not create it: the job fails now, naming the setting and the topic.
+      if (error instanceof KafkaUnknownTopicsError) {
+        throw new ConfigurationError("topics", `the cluster has no topic ${error.topics.join(", ")}`, { cause: error });
+      }
+      throw error;
+    });
     const all: Array<{ topic: string; partition: number }> = [];
     for (const topic of this.options.topics) {
-      const partitions = cluster
-        .findTopicPartitionMetadata(topic)
-        .map((p) => p.partitionId)
-        .sort((a, b) => a - b);
+      const partitions = byTopic.get(topic) ?? [];
       if (partitions.length === 0)
         throw new ConfigurationError("topics", `topic ${topic} has no partitions (does it exist?)`);
       for (const partition of partitions) all.push({ topic, partition });
@@ -158,7 +156,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     const restored = this.context.restoredPositions;
     const missing = owned.filter((p) => typeof restored?.get(splitId(p.topic, p.partition)) !== "number");
     const starts = await this.startOffsets(missing);
-    const ends = this.options.stopAtLatest ? await this.listOffsets(owned, { fromBeginning: false }) : undefined;
+    const ends = this.options.stopAtLatest ? await this.listOffsets(owned, "latest") : undefined;
     this.splits = owned.map(({ topic, partition }) => {
       const id = splitId(topic, partition);
       const fromCheckpoint = restored?.get(id);
@@ -169,22 +167,12 @@ class KafkaSourceReader<T> implements SourceReader<T> {
 
   private async listOffsets(
     partitions: ReadonlyArray<{ topic: string; partition: number }>,
-    at: { fromBeginning?: boolean; fromTimestamp?: number },
+    at: OffsetSpec,
   ): Promise<Map<string, number>> {
-    const byTopic = new Map<string, Array<{ partition: number }>>();
-    for (const { topic, partition } of partitions) {
-      const list = byTopic.get(topic) ?? [];
-      list.push({ partition });
-      byTopic.set(topic, list);
-    }
     const out = new Map<string, number>();
-    if (byTopic.size === 0) return out;
-    // The cluster reads with read_committed, so "latest" is the last stable offset.
-    const result = await (this.cluster as InternalCluster).fetchTopicsOffset(
-      [...byTopic].map(([topic, parts]) => ({ topic, partitions: parts, ...at })),
-    );
-    for (const { topic, partitions: parts } of result) {
-      for (const { partition, offset } of parts) out.set(splitId(topic, partition), Number(offset));
+    // The connection reads with read_committed, so "latest" is the last stable offset.
+    for (const { topic, partition, offset } of await (this.connection as KafkaConnection).listOffsets(partitions, at)) {
+      out.set(splitId(topic, partition), offset);
     }
     return out;
   }
@@ -194,18 +182,16 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   ): Promise<Map<string, number>> {
     const start = this.options.startFrom ?? "earliest";
     if (start === "earliest" || start === "latest") {
-      return this.listOffsets(partitions, { fromBeginning: start === "earliest" });
+      return this.listOffsets(partitions, start);
     }
     if ("timestamp" in start) {
-      const byTime = await this.listOffsets(partitions, { fromTimestamp: start.timestamp });
+      const byTime = await this.listOffsets(partitions, { timestamp: start.timestamp });
       // No record at or after the timestamp: Kafka answers -1; start at the end then.
-      const latest = await this.listOffsets(partitions, { fromBeginning: false });
+      const latest = await this.listOffsets(partitions, "latest");
       for (const [id, offset] of byTime) if (offset < 0) byTime.set(id, latest.get(id) as number);
       return byTime;
     }
-    const fallback = await this.listOffsets(partitions, {
-      fromBeginning: (start.fallback ?? "earliest") === "earliest",
-    });
+    const fallback = await this.listOffsets(partitions, start.fallback ?? "earliest");
     const topics = [...new Set(partitions.map((p) => p.topic))];
     const committed = await (this.connection as KafkaConnection).groupOffsets(this.options.groupId as string, topics);
     for (const { topic, partitions: parts } of committed) {
@@ -263,60 +249,35 @@ class KafkaSourceReader<T> implements SourceReader<T> {
   }
 
   private async fetch(active: Split[]): Promise<void> {
-    const cluster = this.cluster as InternalCluster;
-    const byLeader = new Map<string, Split[]>();
-    for (const split of active) {
-      const leaders = cluster.findLeaderForPartitions(split.topic, [split.partition]);
-      const leader = Object.keys(leaders)[0];
-      if (leader === undefined) continue;
-      const list = byLeader.get(leader) ?? [];
-      list.push(split);
-      byLeader.set(leader, list);
-    }
-    if (byLeader.size === 0) {
-      await cluster.refreshMetadata();
-      return;
-    }
-    const results = await Promise.all(
-      [...byLeader].map(async ([nodeId, splits]) => {
-        try {
-          const broker = await cluster.findBroker({ nodeId });
-          return await fetchCommitted(broker, {
-            maxWaitTimeMs: this.options.maxWaitMs ?? 100,
-            maxBytes: this.options.maxBytes ?? 1024 * 1024,
-            partitions: splits.map((s) => ({
-              topic: s.topic,
-              partition: s.partition,
-              fetchOffset: String(s.fetchOffset),
-              maxBytes: this.options.maxPartitionBytes ?? 256 * 1024,
-            })),
-          });
-        } catch (error) {
-          const type = errorType(error);
-          if (type === "OFFSET_OUT_OF_RANGE") {
-            throw new OffsetOutOfRangeError(
-              this.source.name,
-              splits.map((s) => s.id),
-              { cause: error },
-            );
-          }
-          if ((type !== undefined && STALE_METADATA.has(type)) || (error as { retriable?: boolean }).retriable) {
-            await cluster.refreshMetadata().catch(() => {});
-            return [] as FetchedPartition[];
-          }
-          throw error;
-        }
-      }),
-    );
-    for (const partitions of results) {
-      for (const fetched of partitions) {
-        const split = this.splits.find((s) => s.topic === fetched.topic && s.partition === fetched.partition);
-        if (!split || fetched.errorCode !== 0 || fetched.nextOffset === undefined) continue;
-        const after = Number(fetched.nextOffset);
-        if (after <= split.fetchOffset) continue;
-        split.fetchOffset = after;
-        this.buffer.push({ split, records: fetched.records, next: 0, after });
+    let fetched: Awaited<ReturnType<KafkaConnection["fetchCommitted"]>>;
+    try {
+      fetched = await (this.connection as KafkaConnection).fetchCommitted({
+        maxWaitMs: this.options.maxWaitMs ?? 100,
+        maxBytes: this.options.maxBytes ?? 1024 * 1024,
+        partitions: active.map((s) => ({
+          topic: s.topic,
+          partition: s.partition,
+          fetchOffset: s.fetchOffset,
+          maxBytes: this.options.maxPartitionBytes ?? 256 * 1024,
+        })),
+      });
+    } catch (error) {
+      if (error instanceof KafkaOffsetOutOfRangeError) {
+        throw new OffsetOutOfRangeError(
+          this.source.name,
+          error.partitions.map((p) => splitId(p.topic, p.partition)),
+          { cause: error },
+        );
       }
+      throw error;
+    }
+    for (const partition of fetched) {
+      const split = this.splits.find((s) => s.topic === partition.topic && s.partition === partition.partition);
+      if (!split || partition.nextOffset === undefined) continue;
+      const after = Number(partition.nextOffset);
+      if (after <= split.fetchOffset) continue;
+      split.fetchOffset = after;
+      this.buffer.push({ split, records: partition.records, next: 0, after });
     }
   }
 
@@ -338,7 +299,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     const positions = this.uncommittedSnapshots.get(checkpointId);
     for (const id of this.uncommittedSnapshots.keys()) if (id <= checkpointId) this.uncommittedSnapshots.delete(id);
     const groupId = this.options.groupId;
-    if (!groupId || !positions || !this.cluster) return;
+    if (!groupId || !positions || !this.connection) return;
     const byTopic = new Map<string, Array<{ partition: number; offset: string }>>();
     for (const split of this.splits) {
       const offset = positions[split.id];
@@ -348,8 +309,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
       byTopic.set(split.topic, list);
     }
     try {
-      await commitGroupOffsets(
-        this.cluster,
+      await this.connection.commitGroupOffsets(
         groupId,
         [...byTopic].map(([topic, partitions]) => ({ topic, partitions })),
       );
@@ -364,8 +324,8 @@ class KafkaSourceReader<T> implements SourceReader<T> {
 
   async close(): Promise<void> {
     this.buffer = [];
-    await this.cluster?.disconnect().catch(() => {});
-    this.cluster = undefined;
+    await this.connection?.close();
+    this.connection = undefined;
   }
 }
 

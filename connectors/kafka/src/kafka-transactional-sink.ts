@@ -17,12 +17,9 @@ import {
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/faults";
 import { fence } from "./fencing.ts";
-import type { KafkaConnection } from "./kafka-connection.ts";
+import type { KafkaConnection, TransactionalProducer } from "./kafka-connection.ts";
 import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";
-import type { InternalCluster } from "./kafkajs/cluster.ts";
-import { connectKafka } from "./kafkajs/kafkajs-connection.ts";
-import type { TransactionalProducer } from "./kafkajs/producers.ts";
-import { endTransaction, listTransactions } from "./kafkajs/transactions.ts";
+import { openKafkaConnection } from "./open-connection.ts";
 import { type CheckpointTiming, type KafkaWriteOptions, validateTransactionTimeout } from "./options.ts";
 import type { Outbox } from "./outbox.ts";
 import { claimPrefix, releasePrefix } from "./prefix-registry.ts";
@@ -87,7 +84,6 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
   private readonly timeoutMs: number;
   private readonly writer: RecordWriter<T>;
   private connection: KafkaConnection | undefined;
-  private cluster: InternalCluster | undefined;
   private pool: SlotPool | undefined;
   private readonly live = new Map<string, LiveTransaction>();
   /** The subtask this sink holds its prefix for, once claimed (released by close). */
@@ -110,17 +106,16 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     this.writer = new RecordWriter(options);
   }
 
-  private get kafkaCluster(): InternalCluster {
-    if (!this.cluster) throw new SinkNotOpenError();
-    return this.cluster;
+  private get kafka(): KafkaConnection {
+    if (!this.connection) throw new SinkNotOpenError();
+    return this.connection;
   }
 
   // ---- lifecycle ----------------------------------------------------------------------------
 
   /** Checks the timeout against the job and the broker, takes the prefix, connects, sizes the slot pool. */
   protected override async initialize(restored: LingeringContext<KafkaTransactionState>): Promise<void> {
-    const connection = connectKafka(this.sinkOptions);
-    this.connection = connection;
+    const connection = openKafkaConnection(this.sinkOptions);
     // The job knows its own timing: check the timeout against it unless the user gave one.
     validateTransactionTimeout({
       transactionTimeoutMs: this.timeoutMs,
@@ -132,8 +127,9 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     await claimPrefix(this.prefix, restored.sinkId, restored.subtask);
     this.claimed = restored.subtask;
     await checkTransactionTimeoutAgainstBroker(connection, this.timeoutMs);
-    this.cluster = connection.cluster();
-    await this.cluster.connect();
+    // Kept before it connects: a connect that fails half way may hold a socket for close().
+    this.connection = connection;
+    await connection.connect();
     // Ids any restored state references stay busy until a checkpoint completes (see SlotPool).
     this.pool = new SlotPool(
       restored.restoredCheckpointId,
@@ -162,8 +158,8 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     } finally {
       for (const live of this.live.values()) await live.outbox.discard();
       this.live.clear();
-      await this.cluster?.disconnect().catch(() => {});
-      this.cluster = undefined;
+      await this.connection?.close();
+      this.connection = undefined;
       if (this.claimed !== undefined) releasePrefix(this.prefix, this.claimed);
       this.claimed = undefined;
     }
@@ -184,7 +180,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
     }
     let producer: TransactionalProducer;
     try {
-      producer = await (this.connection as KafkaConnection).beginTransaction(this.kafkaCluster, {
+      producer = await this.kafka.beginTransaction({
         transactionalId,
         transactionTimeoutMs: this.timeoutMs,
       });
@@ -262,7 +258,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
    */
   private async endByHandle(txn: KafkaTransactionState, checkpointId: number): Promise<void> {
     try {
-      await endTransaction(this.kafkaCluster, txn, true);
+      await this.kafka.endTransaction(txn, true);
     } catch (error) {
       const type = errorType(error);
       if (type !== undefined && FENCED.has(type)) {
@@ -321,12 +317,12 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
 
   /** InitProducerId on `transactionalId`: aborts what is open under it; retried while it completes. */
   private fence(transactionalId: string): Promise<number> {
-    return fence(this.kafkaCluster, transactionalId, this.timeoutMs);
+    return fence(this.kafka, transactionalId, this.timeoutMs);
   }
 
   protected override async abortLingering(ctx: LingeringContext<KafkaTransactionState>): Promise<void> {
     const referenced = new Set(ctx.referenced.map((t) => t.transactionalId));
-    const listed = await listTransactions(this.kafkaCluster, ["Ongoing"]);
+    const listed = await this.kafka.listTransactions(["Ongoing"]);
     const aborted: string[] = [];
     if (listed) {
       for (const txn of listed) {

@@ -2,9 +2,7 @@ import { ConfigurationError, type LingeringWork, type LingeringWorkFinder, type 
 import { transactionsInState } from "@exactly/core/internal";
 import { fence } from "./fencing.ts";
 import type { KafkaConnection } from "./kafka-connection.ts";
-import type { InternalCluster } from "./kafkajs/cluster.ts";
-import { connectKafka, type KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
-import { describeTransaction, listTransactions } from "./kafkajs/transactions.ts";
+import { type KafkaConnectionOptions, openKafkaConnection } from "./open-connection.ts";
 import { parseTransactionalId } from "./transaction-ids.ts";
 
 export interface KafkaLingeringOptions extends KafkaConnectionOptions {
@@ -23,38 +21,38 @@ export interface KafkaLingeringOptions extends KafkaConnectionOptions {
 export class KafkaLingeringTransactions implements LingeringWorkFinder {
   readonly description: string;
   private readonly prefix: string;
-  private readonly connection: KafkaConnection;
-  private cluster: InternalCluster | undefined;
+  private readonly options: KafkaConnectionOptions;
+  private connection: KafkaConnection | undefined;
 
   constructor(options: KafkaLingeringOptions) {
     const prefix = options.transactionalIdPrefix;
     if (!prefix)
       throw new ConfigurationError("transactionalIdPrefix", "is required: the sink's transactional-id prefix");
     this.prefix = prefix;
-    this.connection = connectKafka(options);
+    this.options = options;
     this.description = `Kafka transactions with transactional-id prefix ${prefix}`;
   }
 
-  private async connected(): Promise<InternalCluster> {
-    if (!this.cluster) {
+  private async connected(): Promise<KafkaConnection> {
+    if (!this.connection) {
       // Kept before it connects: a connect that fails half way may hold a socket for close().
-      const cluster = this.connection.cluster();
-      this.cluster = cluster;
-      await cluster.connect();
+      const connection = openKafkaConnection(this.options);
+      this.connection = connection;
+      await connection.connect();
     }
-    return this.cluster;
+    return this.connection;
   }
 
   async list(): Promise<LingeringWork[]> {
-    const cluster = await this.connected();
-    const listed = await listTransactions(cluster, ["Ongoing"]);
+    const kafka = await this.connected();
+    const listed = await kafka.listTransactions(["Ongoing"]);
     if (!listed) {
       throw new Error("the brokers cannot list transactions (ListTransactions needs Kafka 3.0 or later)");
     }
     const found: LingeringWork[] = [];
     for (const txn of listed) {
       if (!parseTransactionalId(this.prefix, txn.transactionalId)) continue;
-      const described = await describeTransaction(cluster, txn.transactionalId);
+      const described = await kafka.describeTransaction(txn.transactionalId);
       // It may have ended between the listing and the description.
       if (described.state !== "Ongoing") continue;
       const partitions = described.partitions.map((p) => `${p.topic}:${p.partition}`).sort();
@@ -83,19 +81,19 @@ export class KafkaLingeringTransactions implements LingeringWorkFinder {
   }
 
   async abort(work: LingeringWork): Promise<void> {
-    const cluster = await this.connected();
+    const kafka = await this.connected();
     // Only the transaction that was listed: one that ended since, or a newer one under the
     // same id, is left alone. The id keeps the transaction timeout the coordinator has for it.
-    const described = await describeTransaction(cluster, work.id);
+    const described = await kafka.describeTransaction(work.id);
     if (described.state !== "Ongoing") return;
     if (referenceOf(work.id, described.producerId, described.epoch) !== work.reference) return;
-    await fence(cluster, work.id, described.timeoutMs);
+    await fence(kafka, work.id, described.timeoutMs);
   }
 
   async close(): Promise<void> {
-    const cluster = this.cluster;
-    this.cluster = undefined;
-    await cluster?.disconnect();
+    const connection = this.connection;
+    this.connection = undefined;
+    await connection?.close();
   }
 }
 

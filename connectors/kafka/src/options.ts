@@ -5,7 +5,7 @@
  */
 import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
 import type { KafkaHeaders } from "./kafka-connection.ts";
-import type { KafkaConnectionOptions } from "./kafkajs/kafkajs-connection.ts";
+import type { KafkaConnectionOptions } from "./open-connection.ts";
 
 /** One Kafka record as the serializer makes it. */
 export interface KafkaSinkMessage {

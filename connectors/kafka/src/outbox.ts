@@ -3,8 +3,7 @@
  * `sendBatch` per batch, a bounded number in flight, never a promise per record.
  */
 import { requirePositiveInteger } from "@exactly/core";
-import type { KafkaMessage } from "./kafka-connection.ts";
-import type { TopicMessages } from "./kafkajs/producers.ts";
+import type { KafkaMessage, TopicMessages } from "./kafka-connection.ts";
 
 /** When a buffered batch is sent, and how many sends may await the broker at once. */
 export interface SendLimits {

@@ -4,8 +4,7 @@
  * a plain producer) and what the barrier waits for.
  */
 import { type Batch, ConfigurationError, RecordWriteError } from "@exactly/core";
-import type { KafkaMessage } from "./kafka-connection.ts";
-import type { TopicMessages } from "./kafkajs/producers.ts";
+import type { KafkaMessage, TopicMessages } from "./kafka-connection.ts";
 import type { KafkaSinkMessage, KafkaWriteOptions } from "./options.ts";
 import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
 

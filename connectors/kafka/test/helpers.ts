@@ -1,8 +1,8 @@
 export { runFixture } from "@exactly/testkit/run-fixture";
 
 import kafkajs, { type Kafka } from "kafkajs";
-import { createCluster } from "../src/kafkajs/cluster.ts";
-import { fetchCommitted } from "../src/kafkajs/fetch.ts";
+import type { KafkaConnection } from "../src/kafka-connection.ts";
+import { openKafkaConnection } from "../src/open-connection.ts";
 
 export function newKafka(brokers: string[]): Kafka {
   return new kafkajs.Kafka({ clientId: "exactly-kafka-test", brokers, logLevel: kafkajs.logLevel.NOTHING });
@@ -48,7 +48,7 @@ export async function createTopic(kafka: Kafka, topic: string, partitions = 1): 
  * Every value a read_committed reader sees on `topic`, read from offset 0 up to each
  * partition's last stable offset (LSO = HWM once no transaction is open, which the tests
  * assert first). Records of aborted transactions and control records are dropped by
- * fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
+ * the port's fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
  * interleaved aborted transactions through (see src/kafkajs/fetch.ts, withoutAborted).
  */
 export async function readCommitted(
@@ -69,37 +69,44 @@ export async function readCommitted(
     }
   }
   const values: string[] = [];
-  const cluster = createCluster(kafka, { readCommitted: true });
-  await cluster.connect();
+  const connection = await readCommittedConnection(kafka, topic);
   try {
-    await cluster.addMultipleTargetTopics([topic]);
     for (let partition = 0; partition < partitions; partition++) {
-      await fetchStable(cluster, topic, partition, 0n, values);
+      await fetchStable(connection, topic, partition, 0n, values);
     }
   } finally {
-    await cluster.disconnect();
+    await connection.close();
   }
   return values;
 }
 
-type ReadCluster = ReturnType<typeof createCluster>;
+/** A read_committed connection through the port, with `topic`'s metadata loaded. */
+async function readCommittedConnection(kafka: Kafka, topic: string): Promise<KafkaConnection> {
+  const connection = openKafkaConnection({ client: kafka }, { readCommitted: true });
+  try {
+    await connection.connect();
+    await connection.partitions([topic]);
+    return connection;
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
+}
 
 /** Appends the committed values of one partition from `offset` up to its last stable offset; returns where it stopped. */
 async function fetchStable(
-  cluster: ReadCluster,
+  connection: KafkaConnection,
   topic: string,
   partition: number,
   from: bigint,
   values: string[],
 ): Promise<bigint> {
-  const leader = Object.keys(cluster.findLeaderForPartitions(topic, [partition]))[0] as string;
-  const broker = await cluster.findBroker({ nodeId: leader });
   let offset = from;
   for (;;) {
-    const [fetched] = await fetchCommitted(broker, {
-      maxWaitTimeMs: 0,
+    const [fetched] = await connection.fetchCommitted({
+      maxWaitMs: 0,
       maxBytes: 4 * 1024 * 1024,
-      partitions: [{ topic, partition, fetchOffset: String(offset), maxBytes: 4 * 1024 * 1024 }],
+      partitions: [{ topic, partition, fetchOffset: Number(offset), maxBytes: 4 * 1024 * 1024 }],
     });
     if (!fetched) throw new Error(`no fetch answer for ${topic}:${partition}`);
     for (const record of fetched.records) values.push(record.value?.toString() ?? "");
@@ -118,7 +125,7 @@ async function fetchStable(
  * would return at that moment, up to the stable offset it reached.
  */
 export class CommittedTail {
-  private cluster: ReadCluster | undefined;
+  private connection: KafkaConnection | undefined;
   private readonly next: bigint[];
   private readonly values: string[] = [];
   private readonly kafka: Kafka;
@@ -131,18 +138,13 @@ export class CommittedTail {
   }
 
   async read(): Promise<readonly string[]> {
-    if (!this.cluster) {
-      const cluster = createCluster(this.kafka, { readCommitted: true });
-      await cluster.connect();
-      await cluster.addMultipleTargetTopics([this.topic]);
-      this.cluster = cluster;
-    }
+    this.connection ??= await readCommittedConnection(this.kafka, this.topic);
     try {
       for (let partition = 0; partition < this.next.length; partition++) {
         // Each partition's values land in order; a fetch that fails keeps its place.
         const fetched: string[] = [];
         this.next[partition] = await fetchStable(
-          this.cluster,
+          this.connection,
           this.topic,
           partition,
           this.next[partition] as bigint,
@@ -158,9 +160,9 @@ export class CommittedTail {
   }
 
   async close(): Promise<void> {
-    const cluster = this.cluster;
-    this.cluster = undefined;
-    await cluster?.disconnect().catch(() => {});
+    const connection = this.connection;
+    this.connection = undefined;
+    await connection?.close();
   }
 }
 
@@ -170,25 +172,21 @@ export async function partitionEnds(
   topic: string,
   partitions: number,
 ): Promise<Array<{ partition: number; highWatermark: string; lastStableOffset: string | undefined }>> {
-  const cluster = createCluster(kafka, { readCommitted: true });
-  await cluster.connect();
+  const connection = await readCommittedConnection(kafka, topic);
   try {
-    await cluster.addMultipleTargetTopics([topic]);
     const out = [];
     for (let partition = 0; partition < partitions; partition++) {
-      const leader = Object.keys(cluster.findLeaderForPartitions(topic, [partition]))[0] as string;
-      const broker = await cluster.findBroker({ nodeId: leader });
-      const [fetched] = await fetchCommitted(broker, {
-        maxWaitTimeMs: 0,
+      const [fetched] = await connection.fetchCommitted({
+        maxWaitMs: 0,
         maxBytes: 1024,
-        partitions: [{ topic, partition, fetchOffset: "0", maxBytes: 1024 }],
+        partitions: [{ topic, partition, fetchOffset: 0, maxBytes: 1024 }],
       });
       if (!fetched) throw new Error(`no fetch answer for ${topic}:${partition}`);
       out.push({ partition, highWatermark: fetched.highWatermark, lastStableOffset: fetched.lastStableOffset });
     }
     return out;
   } finally {
-    await cluster.disconnect();
+    await connection.close();
   }
 }
 

@@ -12,7 +12,7 @@ import { uniqueName } from "@exactly/testkit/ids";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
 import { KafkaTransactionalSink } from "../src/index.ts";
-import { connectKafka } from "../src/kafkajs/kafkajs-connection.ts";
+import { openKafkaConnection } from "../src/open-connection.ts";
 import { slotBaseOf, transactionalIdOf } from "../src/transaction-ids.ts";
 import { createTopic, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
 
@@ -83,11 +83,10 @@ describe("I9: a successor's InitProducerId fences the old owner's producer", () 
     const { topic, prefix } = await freshTopic("claim");
     // The old owner at epoch 1, as its sink began its transaction for checkpoint 2 on slot 0 of its epoch.
     const transactionalId = transactionalIdOf(prefix, 0, slotBaseOf(1));
-    const connection = connectKafka({ brokers: kafkaBrokers() });
-    const cluster = connection.cluster();
-    await cluster.connect();
+    const connection = openKafkaConnection({ brokers: kafkaBrokers() });
     try {
-      const old = await connection.beginTransaction(cluster, { transactionalId, transactionTimeoutMs: TIMEOUT_MS });
+      await connection.connect();
+      const old = await connection.beginTransaction({ transactionalId, transactionTimeoutMs: TIMEOUT_MS });
       await old.sendBatch([{ topic, messages: [{ value: JSON.stringify({ id: 1 }) }] }]);
 
       // The successor restores checkpoint 1, which names that transaction as the one open then.
@@ -106,7 +105,7 @@ describe("I9: a successor's InitProducerId fences the old owner's producer", () 
         expect(
           await rejection(old.sendBatch([{ topic, messages: [{ value: JSON.stringify({ id: 2 }) }] }])),
         ).toBeTruthy();
-        expect(await rejection(old.commit())).toBeTruthy();
+        expect(await rejection(connection.endTransaction(old, true))).toBeTruthy();
 
         await successor.writeBatch(rows([3]));
         await checkpoint(successor, 2);
@@ -115,7 +114,7 @@ describe("I9: a successor's InitProducerId fences the old owner's producer", () 
         await successor.close();
       }
     } finally {
-      await cluster.disconnect();
+      await connection.close();
     }
   });
 
@@ -156,17 +155,16 @@ describe("I9: a successor's InitProducerId fences the old owner's producer", () 
     const { topic, prefix } = await freshTopic("begin");
     const successor = sinkOf(topic, prefix);
     await successor.open(owned(2));
-    const connection = connectKafka({ brokers: kafkaBrokers() });
-    const cluster = connection.cluster();
-    await cluster.connect();
+    const connection = openKafkaConnection({ brokers: kafkaBrokers() });
     try {
+      await connection.connect();
       await successor.writeBatch(rows([1]));
       // The old owner at epoch 1 begins its next transactions, on the lowest slots of its epoch,
       // as its sink does (InitProducerId first), and writes into them.
       const zombies = [];
       for (let slot = 0; slot < 3; slot++) {
         const transactionalId = transactionalIdOf(prefix, 0, slotBaseOf(1) + slot);
-        const zombie = await connection.beginTransaction(cluster, {
+        const zombie = await connection.beginTransaction({
           transactionalId,
           transactionTimeoutMs: TIMEOUT_MS,
         });
@@ -184,7 +182,7 @@ describe("I9: a successor's InitProducerId fences the old owner's producer", () 
       for (const zombie of zombies) await zombie.abort();
       expect(await committedIds(topic)).toEqual([1, 2]);
     } finally {
-      await cluster.disconnect();
+      await connection.close();
       await successor.close();
     }
   });

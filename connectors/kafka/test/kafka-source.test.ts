@@ -6,12 +6,13 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ConfigurationError, StreamJob, silentLogger } from "@exactly/core";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { describe, expect, it } from "vitest";
-import { createCluster } from "../src/kafkajs/cluster.ts";
-import { beginTransaction } from "../src/kafkajs/producers.ts";
-import { endTransaction } from "../src/kafkajs/transactions.ts";
+import { MemorySink, MemoryStore } from "../../../packages/core/test/helpers.ts";
+import { KafkaSource } from "../src/index.ts";
+import { openKafkaConnection } from "../src/open-connection.ts";
 import { createTopic, exactlyOnceReport, newKafka, readCommitted, runFixture } from "./helpers.ts";
 
 const job = fileURLToPath(new URL("./fixtures/source-job.ts", import.meta.url));
@@ -41,9 +42,9 @@ describe("KafkaSource", () => {
           })),
         });
       await send(0, half);
-      const cluster = createCluster(kafka);
-      await cluster.connect();
-      const aborted = await beginTransaction(kafka, cluster, {
+      const connection = openKafkaConnection({ brokers: kafkaBrokers() });
+      await connection.connect();
+      const aborted = await connection.beginTransaction({
         transactionalId: uniqueName("aborted-in"),
         transactionTimeoutMs: 120_000,
       });
@@ -52,8 +53,8 @@ describe("KafkaSource", () => {
           { topic: input, messages: [{ partition: p, value: JSON.stringify({ id: -1 - p }) }] },
         ]);
       }
-      await endTransaction(cluster, aborted, false);
-      await cluster.disconnect();
+      await connection.endTransaction(aborted, false);
+      await connection.close();
       await send(half, RECORDS);
       await producer.disconnect();
 
@@ -84,4 +85,28 @@ describe("KafkaSource", () => {
       expect(total).toBeGreaterThan(0);
     },
   );
+
+  it("fails a job whose input topic does not exist at once, naming topics and the topic (a restart would not create it)", async () => {
+    const kafka = newKafka(kafkaBrokers());
+    const present = uniqueName("source-present");
+    await createTopic(kafka, present, 1);
+    const missing = uniqueName("source-missing");
+    const job = new StreamJob({
+      name: uniqueName("missing-topic"),
+      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-missing-")), intervalMs: 100 },
+      restart: { maxRestarts: 5, initialDelayMs: 100 },
+      logger: silentLogger,
+    });
+    const store = new MemoryStore();
+    job
+      .fromSource(new KafkaSource({ brokers: kafkaBrokers(), topics: [present, missing] }))
+      .sinkTo(() => new MemorySink(store), { name: "out" });
+    const error = await job.execute().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("topics");
+    expect((error as Error).message).toBe(`topics: the cluster has no topic ${missing}`);
+  });
 });

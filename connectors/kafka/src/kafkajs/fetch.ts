@@ -4,6 +4,7 @@
  * Not kafkajs's consumer: its aborted-transaction filter lets records of interleaved aborted
  * transactions through (see {@link withoutAborted}), and its group protocol is not wanted here.
  */
+import type { FetchedPartition, FetchedRecord } from "../kafka-connection.ts";
 import { checkBroker } from "./cluster.ts";
 import { NO_ERROR } from "./error-codes.ts";
 import { decodeFetchResponse, FIRST_FETCH_VERSION, LAST_FETCH_VERSION } from "./fetch-response.ts";
@@ -58,27 +59,6 @@ function fetchDecodedHere(broker: InternalBroker, args: FetchArguments): Promise
     },
   });
   return brokerFetch.call(view, args);
-}
-
-export interface FetchedRecord {
-  readonly offset: string;
-  readonly key: Buffer | null;
-  readonly value: Buffer | null;
-  readonly timestamp: string;
-  readonly headers: Record<string, Buffer | string | Array<Buffer | string> | undefined>;
-}
-
-export interface FetchedPartition {
-  readonly topic: string;
-  readonly partition: number;
-  readonly errorCode: number;
-  /** Committed, non-control records at or after the fetch offset. */
-  readonly records: FetchedRecord[];
-  /** Where the next fetch starts: past every record returned, aborted and control ones too. */
-  readonly nextOffset: string | undefined;
-  readonly highWatermark: string;
-  /** The last stable offset: below the first record of a still-open transaction. */
-  readonly lastStableOffset: string | undefined;
 }
 
 interface AbortedTransaction {
@@ -181,18 +161,8 @@ export async function fetchCommitted(
     for (const data of partitions) {
       const fetchOffset = request.partitions.find((p) => p.topic === topicName && p.partition === data.partition)
         ?.fetchOffset as string;
-      if (data.errorCode !== NO_ERROR) {
-        out.push({
-          topic: topicName,
-          partition: data.partition,
-          errorCode: data.errorCode,
-          records: [],
-          nextOffset: undefined,
-          highWatermark: data.highWatermark,
-          lastStableOffset: data.lastStableOffset,
-        });
-        continue;
-      }
+      // A partition the broker refused gets nothing this time (the port leaves it out).
+      if (data.errorCode !== NO_ERROR) continue;
       const within = withinOffset(data.messages, fetchOffset);
       const last = within[within.length - 1];
       const committed = withoutAborted(within, data.abortedTransactions as AbortedTransaction[]);
@@ -201,7 +171,6 @@ export async function fetchCommitted(
       out.push({
         topic: topicName,
         partition: data.partition,
-        errorCode: NO_ERROR,
         records: committed as FetchedRecord[],
         nextOffset: last ? (BigInt(last.offset) + 1n).toString() : undefined,
         highWatermark: data.highWatermark,

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import Module from "node:module";
 import kafkajs, { type Kafka, type Message } from "kafkajs";
+import type { PlainProducer, TopicMessages as PortTopicMessages, TransactionalProducer } from "../kafka-connection.ts";
 import {
   expectFunction,
   expectFunctions,
@@ -19,9 +20,6 @@ import {
 import { producingCluster } from "./produce-request.ts";
 import { type Retrier, SendOrder } from "./send-order.ts";
 import type { EosManager, InternalCluster, MessageProducer, TopicMessages } from "./shapes.ts";
-import type { TransactionHandle } from "./transactions.ts";
-
-export type { TopicMessages } from "./shapes.ts";
 
 type CreateMessageProducer = (options: {
   logger: unknown;
@@ -104,6 +102,11 @@ function loadLinearMessageProducer(): CreateMessageProducer {
 /** Loaded at import, like load.ts's internals: a kafkajs of another shape fails at load. */
 const createMessageProducer = loadLinearMessageProducer();
 
+/** The port's messages are kafkajs's `Message`s field for field: handed over as they are, no copy. */
+function asKafkajs(topicMessages: PortTopicMessages[]): TopicMessages[] {
+  return topicMessages as TopicMessages[];
+}
+
 function loggerOf(kafka: Kafka): unknown {
   return kafka.logger();
 }
@@ -141,15 +144,6 @@ function messageProducer(
       return send.track(producer.sendBatch(request));
     },
   };
-}
-
-/** A transactional producer for exactly one transaction. */
-export interface TransactionalProducer extends TransactionHandle {
-  sendBatch(topicMessages: TopicMessages[]): Promise<void>;
-  /** EndTxn(commit) through the producer's own state machine. */
-  commit(): Promise<void>;
-  /** EndTxn(abort) through the producer's own state machine. */
-  abort(): Promise<void>;
 }
 
 /**
@@ -191,17 +185,10 @@ export async function beginTransaction(
     producerId,
     epoch,
     async sendBatch(topicMessages) {
-      await producer.sendBatch({ acks: -1, topicMessages });
+      await producer.sendBatch({ acks: -1, topicMessages: asKafkajs(topicMessages) });
     },
-    commit: () => eos.commit(),
     abort: () => eos.abort(),
   };
-}
-
-/** A producer outside transactions, for AT_LEAST_ONCE (idempotent) and NONE. */
-export interface PlainProducer {
-  /** Resolves once the brokers acknowledged every message (`acks`: -1 all in-sync replicas, 1 the leader). */
-  sendBatch(topicMessages: TopicMessages[], acks: -1 | 1): Promise<void>;
 }
 
 /**
@@ -228,7 +215,7 @@ export async function createPlainProducer(
   const producer = messageProducer(logger, cluster, eos, options.idempotent);
   return {
     async sendBatch(topicMessages, acks) {
-      await producer.sendBatch({ acks, topicMessages });
+      await producer.sendBatch({ acks, topicMessages: asKafkajs(topicMessages) });
     },
   };
 }

@@ -4,18 +4,11 @@
  * fence an id (which aborts what is open under it), and ListTransactions to find lingering
  * ones. kafkajs's public producer can do none of these without aborting the transaction first.
  */
+import type { DescribedTransaction, ListedTransaction, TransactionHandle } from "../kafka-connection.ts";
 import { checkBroker } from "./cluster.ts";
 import { NO_ERROR, protocolError } from "./error-codes.ts";
 import { internals } from "./load.ts";
 import type { InternalBroker, InternalCluster, ProtocolRequest, ProtocolResponse } from "./shapes.ts";
-
-/** The identity of one Kafka transaction: InitProducerId gives every transaction a fresh epoch. */
-export interface TransactionHandle {
-  readonly transactionalId: string;
-  /** INT64, as a decimal string. */
-  readonly producerId: string;
-  readonly epoch: number;
-}
 
 async function transactionCoordinator(cluster: InternalCluster, transactionalId: string): Promise<InternalBroker> {
   await cluster.refreshMetadataIfNecessary();
@@ -60,13 +53,6 @@ export async function fenceTransactionalId(
   const broker = await transactionCoordinator(cluster, transactionalId);
   const result = await broker.initProducerId({ transactionalId, transactionTimeout: transactionTimeoutMs });
   return { transactionalId, producerId: String(result.producerId), epoch: result.producerEpoch };
-}
-
-export interface ListedTransaction {
-  readonly transactionalId: string;
-  readonly producerId: string;
-  /** Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Empty, … */
-  readonly state: string;
 }
 
 /** The API key of ListTransactions. */
@@ -132,17 +118,6 @@ export async function listTransactions(
     all.push(...result.transactions);
   }
   return all;
-}
-
-export interface DescribedTransaction {
-  readonly transactionalId: string;
-  readonly state: string;
-  readonly timeoutMs: number;
-  /** ms since the epoch; -1 when no transaction is under way. */
-  readonly startTimeMs: number;
-  readonly producerId: string;
-  readonly epoch: number;
-  readonly partitions: ReadonlyArray<{ topic: string; partition: number }>;
 }
 
 /** The API key of DescribeTransactions. */

@@ -6,8 +6,7 @@
 import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
 import { kafkaSink } from "../../src/index.ts";
-import { createCluster } from "../../src/kafkajs/cluster.ts";
-import { listTransactions } from "../../src/kafkajs/transactions.ts";
+import { openKafkaConnection } from "../../src/open-connection.ts";
 import { CommittedTail, createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
 
 interface KafkaConformanceOptions {
@@ -77,16 +76,16 @@ export function kafkaDefinition(
         : (await tailOf(scope).read()).map(Number),
     async probeLingering(scope) {
       const lingering: string[] = [];
-      const cluster = createCluster(kafka);
-      await cluster.connect();
+      const connection = openKafkaConnection({ client: kafka });
       try {
-        const open = (await listTransactions(cluster, ["Ongoing", "PrepareCommit", "PrepareAbort"])) ?? [];
+        await connection.connect();
+        const open = (await connection.listTransactions(["Ongoing", "PrepareCommit", "PrepareAbort"])) ?? [];
         for (const txn of open) {
           if (txn.transactionalId.startsWith(`${topicOf(scope)}-`))
             lingering.push(`${txn.transactionalId} (${txn.state})`);
         }
       } finally {
-        await cluster.disconnect();
+        await connection.close();
       }
       for (const end of await partitionEnds(kafka, topicOf(scope), PARTITIONS)) {
         if (end.lastStableOffset !== end.highWatermark) {
