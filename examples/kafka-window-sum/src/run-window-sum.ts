@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { seededRandom, siblingScript } from "@exactly/core/testing";
 import kafkajs from "kafkajs";
 import { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
@@ -62,15 +63,8 @@ function throwIfStopped(stop: AbortSignal | undefined): void {
  */
 async function stoppedWithin(stop: AbortSignal | undefined, ms: number): Promise<boolean> {
   if (!stop || stop.aborted) return stop?.aborted === true;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      stop?.removeEventListener("abort", done);
-      resolve();
-    }
-    stop.addEventListener("abort", done, { once: true });
-  });
+  // Resolves after `ms`, or rejects at once when `stop` aborts (its timer cleared): either way, ask `stop` then.
+  await sleep(ms, undefined, { signal: stop }).catch(() => {});
   return stop.aborted;
 }
 

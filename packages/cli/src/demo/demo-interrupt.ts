@@ -3,6 +3,7 @@
  * temp output it made (or says where the output is kept), and then ends by the same signal,
  * as a shell or a supervisor expects of a process a signal ended.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ExactlyError } from "@exactly/core";
 
 /** The demo was stopped by a signal; `message` says what became of its output. */
@@ -53,15 +54,8 @@ export function stopSignalOf(stop: AbortSignal | undefined): NodeJS.Signals | un
  */
 export async function stopSignalWithin(stop: AbortSignal | undefined, ms: number): Promise<NodeJS.Signals | undefined> {
   if (!stop || stop.aborted) return stopSignalOf(stop);
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      stop?.removeEventListener("abort", done);
-      resolve();
-    }
-    stop.addEventListener("abort", done, { once: true });
-  });
+  // Resolves after `ms`, or rejects at once when `stop` aborts (its timer cleared): either way, ask `stop` then.
+  await sleep(ms, undefined, { signal: stop }).catch(() => {});
   return stopSignalOf(stop);
 }
 
