@@ -1,5 +1,6 @@
 export { runFixture } from "@exactly/testkit/run-fixture";
 
+import { setTimeout as sleep } from "node:timers/promises";
 import kafkajs, { type Kafka } from "kafkajs";
 import type { KafkaConnection } from "../src/kafka-connection.ts";
 import { openKafkaConnection } from "../src/open-connection.ts";
@@ -29,7 +30,7 @@ export async function createTopic(kafka: Kafka, topic: string, partitions = 1): 
       if (!unknownTopic(error)) throw error;
     }
     for (let attempt = 1; ; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      await sleep(100 * attempt);
       try {
         const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
         const led = topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0;
@@ -65,7 +66,7 @@ export async function readCommitted(
     while (Date.now() < deadline) {
       const ends = await partitionEnds(kafka, topic, partitions);
       if (ends.every((e) => e.lastStableOffset === e.highWatermark)) break;
-      await new Promise((r) => setTimeout(r, 50));
+      await sleep(50);
     }
   }
   const values: string[] = [];
@@ -102,13 +103,21 @@ async function fetchStable(
   values: string[],
 ): Promise<bigint> {
   let offset = from;
+  // The port answers nothing for a partition whose leader it does not know or that moved
+  // (a retriable error, metadata refreshed): ask again, for a bounded while.
+  let unanswered = 0;
   for (;;) {
     const [fetched] = await connection.fetchCommitted({
       maxWaitMs: 0,
       maxBytes: 4 * 1024 * 1024,
       partitions: [{ topic, partition, fetchOffset: Number(offset), maxBytes: 4 * 1024 * 1024 }],
     });
-    if (!fetched) throw new Error(`no fetch answer for ${topic}:${partition}`);
+    if (!fetched) {
+      if (++unanswered > 100) throw new Error(`no fetch answer for ${topic}:${partition} after ${unanswered} tries`);
+      await sleep(100);
+      continue;
+    }
+    unanswered = 0;
     for (const record of fetched.records) values.push(record.value?.toString() ?? "");
     if (fetched.nextOffset !== undefined) offset = BigInt(fetched.nextOffset);
     const stable = BigInt(fetched.lastStableOffset ?? fetched.highWatermark);
