@@ -1,5 +1,6 @@
 import {
   type Batch,
+  checkShardHead,
   isTransientByDefault,
   type LingeringContext,
   type SinkCapabilities,
@@ -71,6 +72,9 @@ export class FileTwoPhaseSink<T> extends TwoPhaseCommitSink<T, FileTransaction> 
 
   protected async preCommit(txn: FileTransaction): Promise<void> {
     txn.parts.push(...(await this.parts.closeAll()));
+    // Sharded, the head is this sink's fence: an old owner's snapshot after a takeover fails
+    // here, so its attempt fails and close() removes what it wrote since (I9).
+    await checkShardHead(this.context);
   }
 
   protected async commit(txn: FileTransaction): Promise<void> {

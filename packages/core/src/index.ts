@@ -115,6 +115,7 @@ export {
 export {
   type AsyncFenceStore,
   AsyncSinkFence,
+  checkShardHead,
   type FenceStore,
   fencedSubtaskIndexes,
   SinkFence,

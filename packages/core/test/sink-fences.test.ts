@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import {
   AsyncSinkFence,
   ConfigurationError,
+  checkShardHead,
+  FileSystemCheckpointStorage,
   fencedSubtaskIndexes,
   GeneratorSource,
   JobFailedError,
@@ -18,6 +20,7 @@ import {
   TransientError,
   withRetry,
 } from "../src/index.ts";
+import { ShardCheckpointStorage } from "../src/internal.ts";
 import { MemorySink, MemoryStore, sinkContextOnDisk, tempDir } from "./helpers.ts";
 
 /** A fence store in a map, as a sink keeps it in its own store: `<index>` to epoch. */
@@ -85,6 +88,26 @@ describe("SinkFence", () => {
     await expect(
       new AsyncSinkFence(await sinkContextOnDisk({ subtask: 1, ...owned(3) }), async).check(),
     ).rejects.toThrow(ShardFencedError);
+  });
+});
+
+describe("checkShardHead", () => {
+  it("I9: refuses an owner once a newer one fenced the shard's head, lets the head's owner and an unsharded job go on", async () => {
+    const dir = await tempDir();
+    const shard = { index: 0, count: 1 };
+    const oldOwner = new ShardCheckpointStorage(new FileSystemCheckpointStorage(dir), shard);
+    await oldOwner.claim(1);
+    // Before the takeover the old owner holds the head.
+    await checkShardHead({ storage: oldOwner, ownership: { shard, epoch: 1 } });
+    const successor = new ShardCheckpointStorage(new FileSystemCheckpointStorage(dir), shard);
+    await successor.claim(2);
+    // The old owner's own storage instance reads the head again, and is refused.
+    const refused = checkShardHead({ storage: oldOwner, ownership: { shard, epoch: 1 } });
+    await expect(refused).rejects.toThrow(ShardFencedError);
+    await expect(refused).rejects.toThrow(/head is at epoch 2, fenced by a newer owner/);
+    await checkShardHead({ storage: successor, ownership: { shard, epoch: 2 } });
+    // No ownership (an unsharded job): nothing is read or refused.
+    await checkShardHead({ storage: oldOwner });
   });
 });
 

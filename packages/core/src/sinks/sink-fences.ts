@@ -11,6 +11,7 @@
  */
 import { ownsSubtaskIndex } from "../runtime/engine/restore-assignment.ts";
 import { ShardFencedError } from "../shards/checkpoint-head.ts";
+import { ShardCheckpointStorage } from "../shards/shard-checkpoint-storage.ts";
 import type { SinkContext } from "./sink.ts";
 
 /** The subtask indexes whose fences this subtask raises at open, ascending. */
@@ -102,6 +103,25 @@ export class AsyncSinkFence {
       refuseIfNewer(this.context, index, await this.store.read(index), epoch);
       await this.store.write(index, epoch);
     }
+  }
+}
+
+/**
+ * For a sink whose fence is the shard's checkpoint head (the file sinks): refuses, with
+ * {@link ShardFencedError}, once a newer owner fenced the head. The head already keeps an old
+ * owner from completing a checkpoint, so nothing of its becomes visible; checked at
+ * pre-commit, it also fails the old owner's snapshot, so the attempt fails and `close`
+ * removes what it wrote after the takeover instead of leaving it for the next recovery. The
+ * successor fences the head before its recovery looks for lingering work, so whatever an old
+ * owner made before it read the head is there for that cleanup to find. One read of the head
+ * per call; outside a sharded job it does nothing.
+ */
+export async function checkShardHead(context: Pick<SinkContext, "ownership" | "storage">): Promise<void> {
+  const epoch = context.ownership?.epoch;
+  if (epoch === undefined || !(context.storage instanceof ShardCheckpointStorage)) return;
+  const head = await context.storage.headEpoch();
+  if (head !== undefined && head > epoch) {
+    throw new ShardFencedError(epoch, `the shard's checkpoint head is at epoch ${head}, fenced by a newer owner`);
   }
 }
 
