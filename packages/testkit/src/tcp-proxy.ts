@@ -68,11 +68,14 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     pairs.add(pair);
     const toServer = delayed(upstream);
     const toClient = delayed(client);
+    /** Set once the armed request went through: the server's answer is never passed on. */
+    let answerLost = false;
     client.on("data", (chunk: Buffer) => {
       const rule = armed;
       if (rule?.matches(chunk)) {
         armed = undefined;
-        // Forwarded whole; the connection dies once the server has had a moment to read it.
+        answerLost = true;
+        // Forwarded whole; the connection dies once the server has had a moment to act on it.
         toServer(chunk, () => {
           setTimeout(() => {
             cut(pair);
@@ -83,7 +86,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       }
       toServer(chunk);
     });
-    upstream.on("data", (chunk: Buffer) => toClient(chunk));
+    upstream.on("data", (chunk: Buffer) => {
+      if (!answerLost) toClient(chunk);
+    });
     const end = () => cut(pair, false);
     for (const socket of [client, upstream]) {
       socket.on("error", end);

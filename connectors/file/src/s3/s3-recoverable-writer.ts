@@ -227,7 +227,20 @@ export class S3RecoverableWriter implements RecoverableWriter {
     if (!created.UploadId) throw new Error(`CreateMultipartUpload for ${key} returned no upload id`);
     const upload = { bucket: this.bucket, key, uploadId: created.UploadId, nonce };
     await this.retained.record(upload);
+    // The SDK sent the create again after an answer it never got (a cut connection): each
+    // earlier try may have opened an upload under this key that nobody knows of, and a job
+    // that goes on without failing has no recovery to find it. The key is new to this run.
+    if ((created.$metadata.attempts ?? 1) > 1) await this.abortUnknownUploadsOf(upload);
     return new S3OpenPart(this, part, upload, await this.spool());
+  }
+
+  /** Aborts every open upload of `upload`'s key but `upload` itself. */
+  private async abortUnknownUploadsOf(upload: Pick<MultipartUploadState, "key" | "uploadId">): Promise<void> {
+    for await (const open of this.listing.openUploads()) {
+      if (open.key === upload.key && open.uploadId !== upload.uploadId) {
+        await this.abortUploadOnly({ bucket: this.bucket, key: open.key, uploadId: open.uploadId });
+      }
+    }
   }
 
   /** Uploads one spooled part; returns its ETag. The bytes are read whole so the SDK can retry. */

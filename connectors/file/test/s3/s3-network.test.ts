@@ -1,7 +1,9 @@
 // The network between the job and the S3 server fails, through a TCP proxy the test
 // controls: the connection carrying CompleteMultipartUpload (the commit) is cut right after
 // the server got it, so the sink never hears the answer and settles the part from what the
-// server holds (HeadObject: our length and nonce); every connection is cut mid-run; 20 ms
+// server holds (HeadObject: our length and nonce); the connection carrying a
+// CreateMultipartUpload is cut the same way, so the SDK creates again and the first upload is
+// one the sink never heard of; every connection is cut mid-run; 20 ms
 // of latency is added each way. Every record lands once and no multipart upload is left.
 
 import { randomBytes } from "node:crypto";
@@ -19,6 +21,12 @@ const RECORDS = 30_000;
 /** An HTTP request that completes a multipart upload: `POST /<bucket>/<key>?uploadId=…`. */
 const isCompletion = (chunk: Buffer) =>
   chunk.subarray(0, 5).toString("latin1") === "POST " && chunk.includes("uploadId=");
+
+/** An HTTP request that creates a multipart upload: `POST /<bucket>/<key>?uploads`. */
+const isCreate = (chunk: Buffer) => {
+  const line = chunk.subarray(0, chunk.indexOf("\r\n")).toString("latin1");
+  return line.startsWith("POST ") && /[?&]uploads(=|&|\s|$)/.test(line);
+};
 
 async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise<{ cuts: number }> {
   const client = await s3(); // makes the test bucket
@@ -59,6 +67,11 @@ async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise
 describe("the network between the job and the S3 server", () => {
   it("the connection is cut while CompleteMultipartUpload is in flight; the part is settled from the server", async () => {
     const { cuts } = await runThrough((proxy) => proxy.cutAfterRequest(isCompletion));
+    expect(cuts).toBe(1);
+  });
+
+  it("the connection is cut while CreateMultipartUpload is in flight; the upload the lost answer opened is aborted", async () => {
+    const { cuts } = await runThrough((proxy) => proxy.cutAfterRequest(isCreate));
     expect(cuts).toBe(1);
   });
 
