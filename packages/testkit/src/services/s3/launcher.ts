@@ -100,6 +100,22 @@ async function ensurePythonVenv(log: string, progress: Progress): Promise<string
 }
 
 /**
+ * moto's server (what `moto_server` runs) answering one request at a time. moto checks a
+ * conditional write's precondition and then makes the write, with no lock between, so on its
+ * threaded server two concurrent `If-None-Match: *` creates of one key can both succeed (a CI
+ * run saw two winners); S3 and MinIO make each conditional write atomic, which is what the
+ * tests compare the sink against. Without threads werkzeug speaks HTTP/1.0, closing each
+ * connection after its answer, so an idle client never holds the server.
+ */
+const SERIAL_MOTO_SERVER = [
+  "import os, sys",
+  "from werkzeug.serving import run_simple",
+  "from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app",
+  "os.environ.setdefault('MOTO_PORT', sys.argv[2])",
+  "run_simple(sys.argv[1], int(sys.argv[2]), DomainDispatcherApplication(create_backend_app), threaded=False)",
+].join("\n");
+
+/**
  * moto's server mode as a daemon of `module` on `port`, state in `dir`. The s3 service falls
  * back to it on its own port; the s3-moto service runs it beside MinIO, as the second S3
  * implementation the sink's tests run against.
@@ -133,7 +149,7 @@ export function motoDaemon(options: {
       writeFileSync(marker, `${new Date().toISOString()}\n`);
     },
     start: async () => {
-      spawnDaemon(join(motoVenv, "bin", "moto_server"), ["-H", HOST, "-p", String(port)], {
+      spawnDaemon(join(motoVenv, "bin", "python"), ["-c", SERIAL_MOTO_SERVER, HOST, String(port)], {
         log: logFile(module.name),
         pidFile: pidFile(module.name),
         cwd: dir(),
