@@ -1,4 +1,4 @@
-// The sink's own record-batch encoder (src/kafkajs/record-batch.ts) against the real broker:
+// The sink's own record-batch encoder (src/protocol/record-batch.ts) against the real broker:
 // what an exactly-once job writes, read back by kafkajs's read_committed consumer (its own
 // decoder, not ours), is exactly what the serializer made — keys, values, headers, nulls,
 // empty fields, unicode, explicit timestamps, varint boundaries and a value near the

@@ -1,6 +1,6 @@
 /**
  * kafkajs's message producer with its Produce requests' record batches encoded by
- * record-batch.ts, one buffer per request: everything else of the send is kafkajs's own —
+ * ../protocol/record-batch.ts, one buffer per request: everything else of the send is kafkajs's own —
  * partitioning, AddPartitionsToTxn, the idempotence sequence numbers (the message producer
  * takes and returns them around each request), the version negotiated with the broker, the
  * response and its errors, retries.
@@ -13,6 +13,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Message } from "kafkajs";
+import { encodeProduceRequestBody, type PartitionRecords } from "../protocol/record-batch.ts";
 import {
   expectFunction,
   expectFunctions,
@@ -21,7 +22,6 @@ import {
   requireInternal,
   resolveInternal,
 } from "./load.ts";
-import { encodeProduceRequestBody, type PartitionRecords } from "./record-batch.ts";
 import type { InternalBroker, InternalCluster, ProtocolRequest, ProtocolResponse } from "./shapes.ts";
 import { withMethods } from "./views.ts";
 

@@ -6,10 +6,15 @@
  * stored handle (a restarted process commits what a crashed one pre-committed), and
  * ListTransactions / DescribeTransactions.
  */
+
+import { TransientError, withRetry } from "@exactly/core";
 import {
   Admin,
+  addPartitionsToTxnV3,
   ConfigResourceTypes,
   type Connection,
+  compressionsAlgorithmsByBitmask,
+  createAPI,
   describeTransactionsV0,
   endTxnV3,
   FetchIsolationLevels,
@@ -17,12 +22,14 @@ import {
   initProducerIdV4,
   ListOffsetTimestamps,
   listTransactionsV0,
+  Writer,
 } from "@platformatic/kafka";
 import {
   type DescribedTransaction,
   type FetchedPartition,
   type GroupOffsets,
   type KafkaConnection,
+  KafkaOffsetOutOfRangeError,
   KafkaUnknownTopicsError,
   type ListedTransaction,
   type OffsetSpec,
@@ -32,7 +39,45 @@ import {
   type TransactionalProducer,
   type TransactionHandle,
 } from "../kafka-connection.ts";
+import { isRetriableKafkaError } from "../kafka-errors.ts";
+import { committedPartitions } from "../protocol/committed-records.ts";
+import { encodeFetchRequest, FETCH_REQUEST_VERSION } from "../protocol/fetch-request.ts";
+import { type Decompress, decodeFetchResponse, UnsupportedCompressionError } from "../protocol/fetch-response.ts";
 import { inPortTerms, KafkaProtocolError } from "./errors.ts";
+import { ProducerSession } from "./producers.ts";
+
+/** Fetch v11 with a body we encoded; the answer's bytes are handed to ../protocol/fetch-response.ts. */
+const fetchRaw = createAPI<[body: Buffer], Buffer>(
+  1,
+  FETCH_REQUEST_VERSION,
+  (body: Buffer) => Writer.create().append(body),
+  (_correlationId, _apiKey, _apiVersion, reader) => reader.buffer.slice(reader.position, reader.length),
+  false,
+  false,
+);
+
+/** A compressed batch's records through the client's codecs (gzip, snappy, lz4, zstd). */
+const decompress: Decompress = (codec, data) => {
+  const algorithm = (
+    compressionsAlgorithmsByBitmask as Record<number, { decompressSync(d: Buffer): Buffer; available?: boolean }>
+  )[codec];
+  if (!algorithm || algorithm.available === false) {
+    throw new UnsupportedCompressionError(
+      `a fetched batch is compressed with codec ${codec}, which this Node cannot decompress`,
+    );
+  }
+  return algorithm.decompressSync(data);
+};
+
+/** Partition errors whose answer says the metadata is stale: refreshed for the next fetch. */
+const STALE_METADATA = new Set([
+  3, // UNKNOWN_TOPIC_OR_PARTITION
+  5, // LEADER_NOT_AVAILABLE
+  6, // NOT_LEADER_OR_FOLLOWER
+  74, // FENCED_LEADER_EPOCH
+  75, // UNKNOWN_LEADER_EPOCH
+]);
+const OFFSET_OUT_OF_RANGE = 1;
 
 /** What the adapter is made from. */
 export interface PlatformaticOptions {
@@ -110,15 +155,63 @@ class PlatformaticConnection implements KafkaConnection {
     return out;
   }
 
-  beginTransaction(_options: {
+  async beginTransaction(options: {
     readonly transactionalId: string;
     readonly transactionTimeoutMs: number;
   }): Promise<TransactionalProducer> {
-    return Promise.reject(new Error("the @platformatic/kafka adapter does not produce yet"));
+    const { transactionalId, transactionTimeoutMs } = options;
+    // The fence of whatever an earlier producer of the id left open: retried while the broker
+    // still completes an earlier transaction of it, or its coordinator moves.
+    const handle = await withRetry(
+      async () => {
+        try {
+          return await this.initProducerId(transactionalId, transactionTimeoutMs);
+        } catch (error) {
+          if (isRetriableKafkaError(error))
+            throw new TransientError(`InitProducerId for ${transactionalId}`, { cause: error });
+          throw error;
+        }
+      },
+      (e) => e instanceof TransientError,
+      { maxAttempts: 30, initialDelayMs: 50, maxDelayMs: 2000 },
+    );
+    const producerId = BigInt(handle.producerId);
+    const added = new Set<string>();
+    const session = new ProducerSession(
+      this.admin,
+      { transactionalId, producerId, producerEpoch: handle.epoch },
+      async (partitions) => {
+        const fresh = [...partitions]
+          .map(([name, ps]) => ({ name, partitions: [...ps].filter((p) => !added.has(`${name}\0${p}`)) }))
+          .filter((t) => t.partitions.length > 0);
+        if (fresh.length === 0) return;
+        const coordinator = await this.transactionCoordinator(transactionalId);
+        await inPortTerms(`AddPartitionsToTxn for ${transactionalId}`, () =>
+          addPartitionsToTxnV3.api.async(coordinator, [
+            { transactionalId, producerId, producerEpoch: handle.epoch, verifyOnly: false, topics: fresh },
+          ]),
+        );
+        for (const t of fresh) for (const p of t.partitions) added.add(`${t.name}\0${p}`);
+      },
+    );
+    return {
+      ...handle,
+      sendBatch: (topicMessages) => session.sendBatch(topicMessages, -1),
+      abort: () => this.endTransaction(handle, false),
+    };
   }
 
-  plainProducer(_options: { readonly idempotent: boolean }): Promise<PlainProducer> {
-    return Promise.reject(new Error("the @platformatic/kafka adapter does not produce yet"));
+  async plainProducer(options: { readonly idempotent: boolean }): Promise<PlainProducer> {
+    let identity = { transactionalId: null, producerId: -1n, producerEpoch: -1 };
+    if (options.idempotent) {
+      const brokers = await inPortTerms("connecting to the brokers", () => this.admin.connectToBrokers());
+      const [any] = brokers.values();
+      if (!any) throw new Error("no broker to ask for a producer id");
+      const answer = await inPortTerms("InitProducerId", () => initProducerIdV4.api.async(any, null, 60_000));
+      identity = { transactionalId: null, producerId: answer.producerId, producerEpoch: answer.producerEpoch };
+    }
+    const session = new ProducerSession(this.admin, identity);
+    return { sendBatch: (topicMessages, acks) => session.sendBatch(topicMessages, acks) };
   }
 
   /** A socket to the transaction coordinator of `transactionalId` (FindCoordinator each time: it moves). */
@@ -218,12 +311,65 @@ class PlatformaticConnection implements KafkaConnection {
     );
   }
 
-  fetchCommitted(_request: {
+  async fetchCommitted(request: {
     readonly maxWaitMs: number;
     readonly maxBytes: number;
     readonly partitions: readonly PartitionFetch[];
   }): Promise<FetchedPartition[]> {
-    return Promise.reject(new Error("the @platformatic/kafka adapter does not fetch yet"));
+    const topics = [...new Set(request.partitions.map((p) => p.topic))];
+    const metadata = await inPortTerms("Metadata", () => this.admin.metadata({ topics }));
+    const byLeader = new Map<number, PartitionFetch[]>();
+    for (const p of request.partitions) {
+      const leader = metadata.topics.get(p.topic)?.partitions[p.partition]?.leader;
+      if (leader === undefined || leader < 0) continue;
+      const list = byLeader.get(leader);
+      if (list) list.push(p);
+      else byLeader.set(leader, [p]);
+    }
+    // A partition whose leader is unknown gets nothing this time; the metadata is refreshed for the next.
+    if ([...byLeader.values()].reduce((n, ps) => n + ps.length, 0) < request.partitions.length) {
+      await this.refreshMetadata(topics);
+    }
+    const answers = await Promise.all(
+      [...byLeader].map(async ([leader, partitions]) => {
+        const broker = metadata.brokers.get(leader);
+        try {
+          if (!broker)
+            throw new KafkaProtocolError("LEADER_NOT_AVAILABLE", true, `broker ${leader} is not in the metadata`);
+          const socket = await inPortTerms("connecting to a leader", () =>
+            this.admin.connections.get({ host: broker.host, port: broker.port }),
+          );
+          const raw = await inPortTerms("Fetch", () =>
+            fetchRaw.async(
+              socket,
+              encodeFetchRequest({ maxWaitMs: request.maxWaitMs, minBytes: 1, maxBytes: request.maxBytes, partitions }),
+            ),
+          );
+          const decoded = await decodeFetchResponse(FETCH_REQUEST_VERSION, raw, decompress);
+          const stale = decoded.responses.some((t) => t.partitions.some((p) => STALE_METADATA.has(p.errorCode)));
+          if (stale) await this.refreshMetadata(topics);
+          const refused = decoded.responses.flatMap((t) =>
+            t.partitions
+              .filter((p) => p.errorCode === OFFSET_OUT_OF_RANGE)
+              .map((p) => ({ topic: t.topicName, partition: p.partition })),
+          );
+          if (refused.length > 0) throw new KafkaOffsetOutOfRangeError(refused);
+          return committedPartitions(decoded.responses, partitions);
+        } catch (error) {
+          if (error instanceof KafkaOffsetOutOfRangeError) throw error;
+          if (isRetriableKafkaError(error) || error instanceof TransientError) {
+            await this.refreshMetadata(topics);
+            return [];
+          }
+          throw error;
+        }
+      }),
+    );
+    return answers.flat();
+  }
+
+  private async refreshMetadata(topics: readonly string[]): Promise<void> {
+    await this.admin.metadata({ topics: [...topics], forceUpdate: true }).catch(() => {});
   }
 
   async groupOffsets(groupId: string, topics: readonly string[]): Promise<GroupOffsets> {

@@ -1,9 +1,9 @@
-// Our Produce body encoder (src/kafkajs/record-batch.ts) without a broker: the bytes it writes
+// Our Produce body encoder (src/protocol/record-batch.ts) without a broker: the bytes it writes
 // read back through another implementation of Kafka's format, @platformatic/kafka's public
 // Reader and readRecordsBatch, and its CRC32C checked with that library's crc32c.
 import { crc32c, Reader, readRecordsBatch } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
-import { encodeProduceRequestBody } from "../../src/kafkajs/record-batch.ts";
+import { encodeProduceRequestBody } from "../../src/protocol/record-batch.ts";
 
 /** The record set of the first partition of a v3–v7 Produce body, and the fields before it. */
 function firstRecordSet(body: Buffer) {

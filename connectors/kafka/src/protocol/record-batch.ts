@@ -1,24 +1,24 @@
 /**
  * The body of a Produce request (versions 3 to 7, which share it) encoded into one buffer:
  * every partition's messages as one record batch (magic 2), its CRC32C over the batch once.
- * kafkajs 2.2.4 encodes the same bytes through an encoder object per record and per field,
- * each growing and copying a buffer of its own, with 64-bit arithmetic on objects for every
- * varint; that was most of the exactly-once sink's CPU time and garbage (docs/design.md §5).
+ * Client-neutral: any adapter sends it as the body of its Produce request. kafkajs 2.2.4
+ * encodes the same bytes through an encoder object per record and per field, each growing
+ * and copying a buffer of its own, with 64-bit arithmetic on objects for every varint; that
+ * was most of the exactly-once sink's CPU time and garbage (docs/design.md §5).
  *
- * The records are kafkajs's own `Message`s, with its meanings: a key, value or header value
- * that is null or undefined is written as null, a Buffer as its bytes, anything else as the
- * UTF-8 of `String(value)`; a header given as an array is one header per element. Unlike
- * kafkajs, a header whose value is undefined is left out (kafkajs fails the send on it), and
- * the batch's first and largest timestamps are the numeric minimum and maximum of its records'
- * (kafkajs sorted the timestamp strings and left records without one out of the largest).
+ * The records are the port's `KafkaMessage`s: a key, value or header value that is null or
+ * undefined is written as null, a Buffer as its bytes, anything else as the UTF-8 of
+ * `String(value)`; a header given as an array is one header per element, and a header whose
+ * value is undefined is left out. The batch's first and largest timestamps are the numeric
+ * minimum and maximum of its records'.
  */
 import { crc32c } from "@node-rs/crc32";
-import type { Message } from "kafkajs";
+import type { KafkaMessage } from "../kafka-connection.ts";
 
 /** One partition's records of a Produce request, and the sequence number of its first. */
 export interface PartitionRecords {
   readonly partition: number;
-  readonly messages: readonly Message[];
+  readonly messages: readonly KafkaMessage[];
   readonly firstSequence: number;
 }
 
@@ -85,7 +85,7 @@ function sizeOfField(length: number): number {
   return length < 0 ? 1 : sizeOfUVarInt(zigZag32(length)) + length;
 }
 
-function timestampOf(message: Message, now: number): number {
+function timestampOf(message: KafkaMessage, now: number): number {
   if (message.timestamp === null || message.timestamp === undefined) return now;
   const timestamp = Number(message.timestamp);
   if (!Number.isSafeInteger(timestamp)) {
@@ -97,7 +97,7 @@ function timestampOf(message: Message, now: number): number {
 /** A record's headers, one [name, value, name length, value length] per header. */
 type Headers = Array<readonly [string, Field, number, number]>;
 
-function headersOf(message: Message): Headers {
+function headersOf(message: KafkaMessage): Headers {
   const out: Headers = [];
   const headers = message.headers;
   if (!headers) return out;
@@ -212,7 +212,7 @@ function planPartition(data: PartitionRecords, now: number): PartitionPlan {
   let firstTimestamp = Number.POSITIVE_INFINITY;
   let maxTimestamp = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < count; i++) {
-    const timestamp = timestampOf(messages[i] as Message, now);
+    const timestamp = timestampOf(messages[i] as KafkaMessage, now);
     timestampDeltas[i] = timestamp;
     if (timestamp < firstTimestamp) firstTimestamp = timestamp;
     if (timestamp > maxTimestamp) maxTimestamp = timestamp;
@@ -226,7 +226,7 @@ function planPartition(data: PartitionRecords, now: number): PartitionPlan {
   const headers = new Array<Headers | undefined>(count);
   let batchSize = BATCH_HEADER;
   for (let i = 0; i < count; i++) {
-    const message = messages[i] as Message;
+    const message = messages[i] as KafkaMessage;
     const key = fieldOf(message.key);
     const value = fieldOf(message.value);
     const keyLength = lengthOf(key);

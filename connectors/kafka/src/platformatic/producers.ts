@@ -1,0 +1,189 @@
+/**
+ * Producing on @platformatic/kafka's public exports: the Produce body is ours
+ * (../protocol/record-batch.ts, one buffer per request), sent as a Produce v7 request on the
+ * leader's pooled socket with the client's own response parser. The client's Producer is not
+ * used: it keeps one transactional id per instance (a pool of sockets each), sends
+ * InitProducerId with 0/0 rather than -1/-1, and cannot end a transaction by a stored handle.
+ *
+ * Order: every send takes its partitions' sequence numbers when it is called, and its
+ * requests are handed to the sockets in call order (one queue per producer), so the sends of
+ * one producer land in the order they were made within every partition, however many are in
+ * flight. A failed send is not retried here: the transaction it belongs to is aborted by the
+ * sink, and an idempotent producer's later sends would be out of sequence, so it refuses them.
+ */
+import { type Admin, type Connection, createAPI, produceV7, Writer } from "@platformatic/kafka";
+import type { TopicMessages } from "../kafka-connection.ts";
+import { encodeProduceRequestBody, type PartitionRecords } from "../protocol/record-batch.ts";
+import { inPortTerms } from "./errors.ts";
+
+/** Produce v7 with a body we encoded, answered by the client's own parser (per-partition errors reject). */
+const producePrebuilt = createAPI<[body: Buffer], unknown>(
+  0,
+  7,
+  (body: Buffer) => Writer.create().append(body),
+  produceV7.parseResponse,
+  false,
+  false,
+);
+
+/** How long the broker may take to have every in-sync replica hold a send (Kafka's `request.timeout.ms`). */
+const PRODUCE_TIMEOUT_MS = 30_000;
+const MAX_SEQUENCE = 0x7fffffff;
+
+export interface ProducerIdentity {
+  /** null outside transactions. */
+  readonly transactionalId: string | null;
+  /** -1 for a producer that is not idempotent. */
+  readonly producerId: bigint;
+  readonly producerEpoch: number;
+}
+
+/**
+ * One producer identity's sends. `beforeSend` runs, in order, before a send's requests go out,
+ * with the partitions it writes (a transaction adds the new ones to itself there).
+ */
+export class ProducerSession {
+  private readonly admin: Admin;
+  private readonly identity: ProducerIdentity;
+  private readonly beforeSend: ((partitions: ReadonlyMap<string, ReadonlySet<number>>) => Promise<void>) | undefined;
+  /** Next sequence number per "topic\0partition"; unused (-1) without a producer id. */
+  private readonly sequences = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private failed: unknown;
+
+  constructor(
+    admin: Admin,
+    identity: ProducerIdentity,
+    beforeSend?: (partitions: ReadonlyMap<string, ReadonlySet<number>>) => Promise<void>,
+  ) {
+    this.admin = admin;
+    this.identity = identity;
+    this.beforeSend = beforeSend;
+  }
+
+  /** Resolves once the brokers acknowledged every message with `acks`. */
+  sendBatch(topicMessages: readonly TopicMessages[], acks: -1 | 1): Promise<void> {
+    if (this.failed !== undefined) {
+      return Promise.reject(
+        new Error("an earlier send of this producer failed; its later sends would be out of sequence", {
+          cause: this.failed,
+        }),
+      );
+    }
+    const grouped = this.group(topicMessages);
+    const dispatched = this.queue.then(() => this.dispatch(grouped, acks));
+    this.queue = dispatched.catch(() => {});
+    return dispatched
+      .then((answers) => Promise.all(answers))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (this.identity.producerId >= 0n) this.failed = error;
+          throw error;
+        },
+      );
+  }
+
+  /** The messages by topic and partition, each partition's sequence taken now (call order). */
+  private group(topicMessages: readonly TopicMessages[]): Map<string, Map<number, PartitionRecords>> {
+    const idempotent = this.identity.producerId >= 0n;
+    const byTopic = new Map<string, Map<number, { messages: TopicMessages["messages"]; firstSequence: number }>>();
+    for (const { topic, messages } of topicMessages) {
+      let partitions = byTopic.get(topic);
+      if (!partitions) {
+        partitions = new Map();
+        byTopic.set(topic, partitions);
+      }
+      for (const message of messages) {
+        const partition = message.partition;
+        if (partition === undefined) throw new TypeError(`a message for ${topic} has no partition`);
+        let records = partitions.get(partition);
+        if (!records) {
+          records = { messages: [], firstSequence: -1 };
+          partitions.set(partition, records);
+        }
+        records.messages.push(message);
+      }
+    }
+    for (const [topic, partitions] of byTopic) {
+      for (const [partition, records] of partitions) {
+        if (!idempotent) continue;
+        const key = `${topic}\0${partition}`;
+        const first = this.sequences.get(key) ?? 0;
+        records.firstSequence = first;
+        // Kafka's sequences wrap to 0 after INT32's largest.
+        this.sequences.set(key, (first + records.messages.length) % (MAX_SEQUENCE + 1));
+      }
+    }
+    const out = new Map<string, Map<number, PartitionRecords>>();
+    for (const [topic, partitions] of byTopic) {
+      out.set(
+        topic,
+        new Map(
+          [...partitions].map(([partition, r]) => [
+            partition,
+            { partition, messages: r.messages, firstSequence: r.firstSequence },
+          ]),
+        ),
+      );
+    }
+    return out;
+  }
+
+  /** Hands one send's requests to the leaders' sockets; resolves with their answers still to come. */
+  private async dispatch(
+    grouped: Map<string, Map<number, PartitionRecords>>,
+    acks: -1 | 1,
+  ): Promise<Promise<unknown>[]> {
+    if (this.beforeSend) {
+      await this.beforeSend(new Map([...grouped].map(([topic, partitions]) => [topic, new Set(partitions.keys())])));
+    }
+    const metadata = await inPortTerms("Metadata", () => this.admin.metadata({ topics: [...grouped.keys()] }));
+    const byLeader = new Map<number, Map<string, PartitionRecords[]>>();
+    for (const [topic, partitions] of grouped) {
+      const described = metadata.topics.get(topic);
+      for (const [partition, records] of partitions) {
+        const leader = described?.partitions[partition]?.leader;
+        if (leader === undefined || leader < 0) {
+          // A moved leader is learnt on the next send; this one fails (the sink aborts and retries).
+          await this.admin.metadata({ topics: [topic], forceUpdate: true }).catch(() => {});
+          throw Object.assign(new Error(`no leader known for ${topic}:${partition}`), {
+            type: "LEADER_NOT_AVAILABLE",
+            retriable: true,
+          });
+        }
+        let topics = byLeader.get(leader);
+        if (!topics) {
+          topics = new Map();
+          byLeader.set(leader, topics);
+        }
+        const list = topics.get(topic);
+        if (list) list.push(records);
+        else topics.set(topic, [records]);
+      }
+    }
+    const sockets: Array<[Connection, Map<string, PartitionRecords[]>]> = [];
+    for (const [leader, topics] of byLeader) {
+      const broker = metadata.brokers.get(leader);
+      if (!broker) throw new Error(`broker ${leader} is not in the metadata`);
+      sockets.push([
+        await inPortTerms("connecting to a leader", () =>
+          this.admin.connections.get({ host: broker.host, port: broker.port }),
+        ),
+        topics,
+      ]);
+    }
+    // Handed to the sockets synchronously, in call order.
+    return sockets.map(([socket, topics]) => {
+      const body = encodeProduceRequestBody({
+        transactionalId: this.identity.transactionalId,
+        acks,
+        timeout: PRODUCE_TIMEOUT_MS,
+        producerId: this.identity.producerId.toString(),
+        producerEpoch: this.identity.producerEpoch,
+        topicData: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+      });
+      return inPortTerms("Produce", () => producePrebuilt.async(socket, body));
+    });
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * What a read_committed reader may see of a decoded Fetch response, whatever client fetched
+ * it: the records at or after the fetch offset, without control records and without the
+ * records of aborted transactions, and where the next fetch starts.
+ */
+import type { FetchedPartition, FetchedRecord } from "../kafka-connection.ts";
+import type { DecodedPartition, DecodedRecord } from "./fetch-response.ts";
+
+const NO_ERROR = 0;
+
+interface AbortedTransaction {
+  producerId: string;
+  firstOffset: string;
+}
+
+const ABORT_MARKER_KEY = Buffer.from([0, 0, 0, 0]);
+
+/**
+ * Drops control records and the records of aborted transactions, as Kafka's Java consumer
+ * does: aborted transactions ordered by first offset, a producer's records skipped from its
+ * aborted transaction's first offset until its abort marker. kafkajs 2.2.4's own filter
+ * (consumer/filterAbortedMessages.js) takes the broker's list in the order given, which is
+ * by abort-marker offset; when two aborted transactions interleave on one partition, the
+ * records of the one that began first but ended last leak to read_committed readers. The
+ * tests show it (test/kafkajs-internals.test.ts).
+ */
+function withoutAborted(
+  messages: readonly DecodedRecord[],
+  aborted: readonly AbortedTransaction[] | undefined,
+): DecodedRecord[] {
+  if (!aborted || aborted.length === 0) {
+    // Nothing aborted in this range (the common case): only the control records go.
+    const out: DecodedRecord[] = [];
+    for (const message of messages) if (!message.isControlRecord) out.push(message);
+    return out;
+  }
+  const queue = [...aborted].sort((a, b) => {
+    const d = BigInt(a.firstOffset) - BigInt(b.firstOffset);
+    return d < 0n ? -1 : d > 0n ? 1 : 0;
+  });
+  const abortedProducers = new Set<string>();
+  const out: DecodedRecord[] = [];
+  for (const message of messages) {
+    const offset = BigInt(message.offset);
+    while (queue.length > 0 && BigInt((queue[0] as AbortedTransaction).firstOffset) <= offset) {
+      abortedProducers.add(String((queue.shift() as AbortedTransaction).producerId));
+    }
+    const producerId = message.batchContext ? String(message.batchContext.producerId) : undefined;
+    if (message.isControlRecord) {
+      if (producerId !== undefined && message.key && Buffer.from(message.key).equals(ABORT_MARKER_KEY)) {
+        abortedProducers.delete(producerId);
+      }
+      continue;
+    }
+    if (message.batchContext?.inTransaction && producerId !== undefined && abortedProducers.has(producerId)) continue;
+    out.push(message);
+  }
+  return out;
+}
+
+/** a >= b for two non-negative INT64 decimal strings; Numbers while exact, else BigInts. */
+function offsetAtLeast(a: string, b: string): boolean {
+  if (a.length <= 15 && b.length <= 15) return Number(a) >= Number(b);
+  return BigInt(a) >= BigInt(b);
+}
+
+/**
+ * The fetched messages at or after the fetch offset, in order: a fetch can begin inside a
+ * record batch, whose earlier records the broker returns too (as kafkajs's consumer
+ * Batch.messagesWithinOffset drops them; that class also runs kafkajs's own aborted filter,
+ * which is not used here).
+ */
+function withinOffset(messages: readonly DecodedRecord[], fetchOffset: string): readonly DecodedRecord[] {
+  let first = 0;
+  while (first < messages.length && !offsetAtLeast((messages[first] as DecodedRecord).offset, fetchOffset)) first++;
+  if (first === 0) return messages;
+  return messages.slice(first);
+}
+
+/**
+ * The committed records of each partition of a decoded response. A partition the broker
+ * refused gets nothing this time (the port leaves it out). The decoded records themselves are
+ * returned, not copies: one object a record fewer.
+ */
+export function committedPartitions(
+  responses: ReadonlyArray<{ topicName: string; partitions: readonly DecodedPartition[] }>,
+  asked: ReadonlyArray<{ topic: string; partition: number; fetchOffset: string | number }>,
+): FetchedPartition[] {
+  const out: FetchedPartition[] = [];
+  for (const { topicName, partitions } of responses) {
+    for (const data of partitions) {
+      if (data.errorCode !== NO_ERROR) continue;
+      const fetchOffset = asked.find((p) => p.topic === topicName && p.partition === data.partition)?.fetchOffset;
+      if (fetchOffset === undefined) continue;
+      const within = withinOffset(data.messages, String(fetchOffset));
+      const last = within[within.length - 1];
+      const committed = withoutAborted(within, data.abortedTransactions);
+      out.push({
+        topic: topicName,
+        partition: data.partition,
+        records: committed as FetchedRecord[],
+        nextOffset: last ? (BigInt(last.offset) + 1n).toString() : undefined,
+        highWatermark: data.highWatermark,
+        lastStableOffset: data.lastStableOffset,
+      });
+    }
+  }
+  return out;
+}
