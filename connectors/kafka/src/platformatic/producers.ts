@@ -5,16 +5,19 @@
  * used: it keeps one transactional id per instance (a pool of sockets each), sends
  * InitProducerId with 0/0 rather than -1/-1, and cannot end a transaction by a stored handle.
  *
- * Order: every send takes its partitions' sequence numbers when it is called, and its
- * requests are handed to the sockets in call order (one queue per producer), so the sends of
+ * Order: sends are dispatched one at a time, in call order (one queue per producer): each
+ * places its messages (Kafka's default partitioner where none is given), takes its
+ * partitions' sequence numbers and hands its requests to the sockets before the next begins,
+ * while the answers of several are awaited side by side. So the sends of
  * one producer land in the order they were made within every partition, however many are in
  * flight. A failed send is not retried here: the transaction it belongs to is aborted by the
  * sink, and an idempotent producer's later sends would be out of sequence, so it refuses them.
  */
 import { type Admin, type Connection, createAPI, produceV7, Writer } from "@platformatic/kafka";
-import type { TopicMessages } from "../kafka-connection.ts";
+import { type KafkaMessage, KafkaUnknownTopicsError, type TopicMessages } from "../kafka-connection.ts";
+import { DefaultPartitioner } from "../protocol/partitioner.ts";
 import { encodeProduceRequestBody, type PartitionRecords } from "../protocol/record-batch.ts";
-import { inPortTerms } from "./errors.ts";
+import { inPortTerms, KafkaProtocolError } from "./errors.ts";
 
 /** Produce v7 with a body we encoded, answered by the client's own parser (per-partition errors reject). */
 const producePrebuilt = createAPI<[body: Buffer], unknown>(
@@ -48,6 +51,7 @@ export class ProducerSession {
   private readonly beforeSend: ((partitions: ReadonlyMap<string, ReadonlySet<number>>) => Promise<void>) | undefined;
   /** Next sequence number per "topic\0partition"; unused (-1) without a producer id. */
   private readonly sequences = new Map<string, number>();
+  private readonly partitioner = new DefaultPartitioner();
   private queue: Promise<unknown> = Promise.resolve();
   private failed: unknown;
 
@@ -70,8 +74,7 @@ export class ProducerSession {
         }),
       );
     }
-    const grouped = this.group(topicMessages);
-    const dispatched = this.queue.then(() => this.dispatch(grouped, acks));
+    const dispatched = this.queue.then(() => this.dispatch(topicMessages, acks));
     this.queue = dispatched.catch(() => {});
     return dispatched
       .then((answers) => Promise.all(answers))
@@ -84,73 +87,70 @@ export class ProducerSession {
       );
   }
 
-  /** The messages by topic and partition, each partition's sequence taken now (call order). */
-  private group(topicMessages: readonly TopicMessages[]): Map<string, Map<number, PartitionRecords>> {
-    const idempotent = this.identity.producerId >= 0n;
-    const byTopic = new Map<string, Map<number, { messages: TopicMessages["messages"]; firstSequence: number }>>();
+  /**
+   * The messages by topic and partition (a message without one placed by the default
+   * partitioner), each partition's sequence taken here: sends are dispatched one at a time,
+   * in call order.
+   */
+  private group(
+    topicMessages: readonly TopicMessages[],
+    partitionCount: (topic: string) => number,
+  ): Map<string, Map<number, PartitionRecords>> {
+    const byTopic = new Map<string, Map<number, KafkaMessage[]>>();
     for (const { topic, messages } of topicMessages) {
       let partitions = byTopic.get(topic);
       if (!partitions) {
         partitions = new Map();
         byTopic.set(topic, partitions);
       }
+      const count = partitionCount(topic);
       for (const message of messages) {
-        const partition = message.partition;
-        if (partition === undefined) throw new TypeError(`a message for ${topic} has no partition`);
-        let records = partitions.get(partition);
-        if (!records) {
-          records = { messages: [], firstSequence: -1 };
-          partitions.set(partition, records);
-        }
-        records.messages.push(message);
+        const partition = message.partition ?? this.partitioner.partition(topic, message.key, count);
+        const list = partitions.get(partition);
+        if (list) list.push(message);
+        else partitions.set(partition, [message]);
       }
     }
-    for (const [topic, partitions] of byTopic) {
-      for (const [partition, records] of partitions) {
-        if (!idempotent) continue;
-        const key = `${topic}\0${partition}`;
-        const first = this.sequences.get(key) ?? 0;
-        records.firstSequence = first;
-        // Kafka's sequences wrap to 0 after INT32's largest.
-        this.sequences.set(key, (first + records.messages.length) % (MAX_SEQUENCE + 1));
-      }
-    }
+    const idempotent = this.identity.producerId >= 0n;
     const out = new Map<string, Map<number, PartitionRecords>>();
     for (const [topic, partitions] of byTopic) {
-      out.set(
-        topic,
-        new Map(
-          [...partitions].map(([partition, r]) => [
-            partition,
-            { partition, messages: r.messages, firstSequence: r.firstSequence },
-          ]),
-        ),
-      );
+      const records = new Map<number, PartitionRecords>();
+      for (const [partition, messages] of partitions) {
+        let firstSequence = -1;
+        if (idempotent) {
+          const key = `${topic}\0${partition}`;
+          firstSequence = this.sequences.get(key) ?? 0;
+          // Kafka's sequences wrap to 0 after INT32's largest.
+          this.sequences.set(key, (firstSequence + messages.length) % (MAX_SEQUENCE + 1));
+        }
+        records.set(partition, { partition, messages, firstSequence });
+      }
+      out.set(topic, records);
     }
     return out;
   }
 
   /** Hands one send's requests to the leaders' sockets; resolves with their answers still to come. */
-  private async dispatch(
-    grouped: Map<string, Map<number, PartitionRecords>>,
-    acks: -1 | 1,
-  ): Promise<Promise<unknown>[]> {
+  private async dispatch(topicMessages: readonly TopicMessages[], acks: -1 | 1): Promise<Promise<unknown>[]> {
+    const topicNames = [...new Set(topicMessages.map((t) => t.topic))];
+    const metadata = await inPortTerms("Metadata", () => this.admin.metadata({ topics: topicNames }));
+    const grouped = this.group(topicMessages, (topic) => {
+      const count = metadata.topics.get(topic)?.partitionsCount ?? 0;
+      if (count <= 0) throw new KafkaUnknownTopicsError([topic]);
+      return count;
+    });
     if (this.beforeSend) {
       await this.beforeSend(new Map([...grouped].map(([topic, partitions]) => [topic, new Set(partitions.keys())])));
     }
-    const metadata = await inPortTerms("Metadata", () => this.admin.metadata({ topics: [...grouped.keys()] }));
     const byLeader = new Map<number, Map<string, PartitionRecords[]>>();
     for (const [topic, partitions] of grouped) {
       const described = metadata.topics.get(topic);
       for (const [partition, records] of partitions) {
         const leader = described?.partitions[partition]?.leader;
         if (leader === undefined || leader < 0) {
-          // A moved leader is learnt on the next send; this one fails (the sink aborts and retries).
+          // A moved leader is learnt for the next send; this one fails (the sink aborts and retries).
           await this.admin.metadata({ topics: [topic], forceUpdate: true }).catch(() => {});
-          throw Object.assign(new Error(`no leader known for ${topic}:${partition}`), {
-            type: "LEADER_NOT_AVAILABLE",
-            retriable: true,
-          });
+          throw new KafkaProtocolError("LEADER_NOT_AVAILABLE", true, `no leader known for ${topic}:${partition}`);
         }
         let topics = byLeader.get(leader);
         if (!topics) {

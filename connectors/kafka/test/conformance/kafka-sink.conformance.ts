@@ -6,13 +6,20 @@
 import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
 import { kafkaSink } from "../../src/index.ts";
-import { openKafkaConnection } from "../../src/open-connection.ts";
+import { type KafkaAdapter, openKafkaConnection } from "../../src/open-connection.ts";
 import { CommittedTail, createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
 
 interface KafkaConformanceOptions {
   readonly brokers: string[];
   readonly guarantee: DeliveryGuarantee;
+  readonly adapter: KafkaAdapter;
 }
+
+/**
+ * The client the sinks run on: the connector's default, or the one EXACTLY_KAFKA_ADAPTER names
+ * (to run the same suite on each adapter).
+ */
+const ADAPTER = (process.env.EXACTLY_KAFKA_ADAPTER ?? "kafkajs") as KafkaAdapter;
 
 const PARTITIONS = 3;
 /** Kafka aborts a transaction left open this long; the transaction-timeout scenario outlasts it. */
@@ -23,6 +30,7 @@ export const topicOf = (scope: ScenarioScope) => `conformance-${scope.id}`;
 export function createSink(context: SinkFactoryContext<KafkaConformanceOptions>) {
   return kafkaSink<ConformanceRecord>({
     brokers: context.options.brokers,
+    adapter: context.options.adapter,
     topic: topicOf(context.scope),
     guarantee: context.options.guarantee,
     transactionalIdPrefix: topicOf(context.scope),
@@ -47,9 +55,9 @@ export function kafkaDefinition(
     return tail;
   };
   return {
-    name: `kafka sink (${guarantee})`,
+    name: `kafka sink (${guarantee})${ADAPTER === "kafkajs" ? "" : ` on ${ADAPTER}`}`,
     sinkModule: new URL(import.meta.url),
-    sinkOptions: { brokers, guarantee },
+    sinkOptions: { brokers, guarantee, adapter: ADAPTER },
     // Stated, so the suite checks that the sink built from these options declares it.
     guarantee,
     // The exactly-once sink extends TwoPhaseCommitSink, which states this; the at-least-once
