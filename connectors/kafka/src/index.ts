@@ -22,7 +22,7 @@ export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./ka
 export type { KafkaClient } from "./kafkajs/kafkajs-connection.ts";
 export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
 export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering.ts";
-export type { KafkaConnectionOptions } from "./open-connection.ts";
+export type { KafkaAdapter, KafkaConnectionOptions } from "./open-connection.ts";
 export {
   type CheckpointTiming,
   type KafkaSinkMessage,

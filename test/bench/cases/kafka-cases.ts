@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { DeliveryGuarantee, loadJob, silentLogger } from "@exactly/core";
+import type { KafkaAdapter } from "@exactly/kafka";
 import kafkajs from "kafkajs";
 import {
   benchRecord,
@@ -31,6 +32,7 @@ const input = process.env.BENCH_KAFKA_INPUT as string;
 const output = process.env.BENCH_KAFKA_OUTPUT ?? `bench-out-${name.replace(/[^a-z0-9]+/g, "-")}-${runId(dir)}`;
 const kafka = new kafkajs.Kafka({ clientId: "exactly-bench", brokers, logLevel: kafkajs.logLevel.NOTHING });
 const PARTITIONS = 4;
+const PLATFORMATIC: KafkaAdapter = "@platformatic/kafka";
 
 async function createOutput(): Promise<void> {
   if (resuming) return;
@@ -46,6 +48,7 @@ async function framework(
   parallelism = 2,
   workers = 1,
   recordsFrom: "from the input topic" | "generated" = "from the input topic",
+  adapter?: KafkaAdapter,
 ): Promise<void> {
   await createOutput();
   const prefix = process.env.BENCH_KAFKA_TXN_PREFIX;
@@ -61,6 +64,7 @@ async function framework(
     workers,
     ...(prefix ? { transactionalIdPrefix: prefix } : {}),
     ...(recordsFrom === "generated" ? { generated: records } : {}),
+    ...(adapter ? { adapter } : {}),
   };
   const shard = benchShard();
   const job = await loadJob(new URL("./kafka-job.ts", import.meta.url), {
@@ -214,6 +218,19 @@ const cases: Record<string, () => Promise<void>> = {
   "exactly-once (1 s), 2 shards, P=1 each": twoShards,
   "2 processes, P=1 each": twoProcesses,
   "exactly-once (1 s), shard": () => framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1),
+  // The same jobs on the @platformatic/kafka adapter (#50: the client is chosen by these figures).
+  "platformatic: exactly-once (1 s)": () =>
+    framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 2, 1, "from the input topic", PLATFORMATIC),
+  "platformatic: exactly-once (100 ms)": () =>
+    framework(DeliveryGuarantee.EXACTLY_ONCE, 100, 2, 1, "from the input topic", PLATFORMATIC),
+  "platformatic: at-least-once": () =>
+    framework(DeliveryGuarantee.AT_LEAST_ONCE, 1000, 2, 1, "from the input topic", PLATFORMATIC),
+  "platformatic: exactly-once (1 s), P=1": () =>
+    framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1, "from the input topic", PLATFORMATIC),
+  "platformatic: exactly-once (1 s), P=2, 2 workers": () =>
+    framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 2, 2, "from the input topic", PLATFORMATIC),
+  "platformatic: exactly-once (1 s), P=1, generated input": () =>
+    framework(DeliveryGuarantee.EXACTLY_ONCE, 1000, 1, 1, "generated", PLATFORMATIC),
   raw,
   naive,
 };
