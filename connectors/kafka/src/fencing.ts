@@ -1,5 +1,5 @@
 import { TransientError, withRetry } from "@exactly/core";
-import type { KafkaConnection } from "./kafka-connection.ts";
+import type { KafkaConnection, TransactionHandle } from "./kafka-connection.ts";
 import { isRetriableKafkaError } from "./kafka-errors.ts";
 
 /**
@@ -13,7 +13,16 @@ export async function fence(
   transactionalId: string,
   transactionTimeoutMs: number,
 ): Promise<number> {
-  const handle = await withRetry(
+  return (await initProducerIdRetried(connection, transactionalId, transactionTimeoutMs)).epoch;
+}
+
+/** {@link KafkaConnection.initProducerId}, retried as {@link fence} retries it; the handle it ends with. */
+export function initProducerIdRetried(
+  connection: Pick<KafkaConnection, "initProducerId">,
+  transactionalId: string,
+  transactionTimeoutMs: number,
+): Promise<TransactionHandle> {
+  return withRetry(
     async () => {
       try {
         return await connection.initProducerId(transactionalId, transactionTimeoutMs);
@@ -26,5 +35,4 @@ export async function fence(
     (e) => e instanceof TransientError,
     { maxAttempts: 30, initialDelayMs: 50, maxDelayMs: 2000 },
   );
-  return handle.epoch;
 }

@@ -7,7 +7,7 @@
  * ListTransactions / DescribeTransactions.
  */
 
-import { TransientError, withRetry } from "@exactly/core";
+import { TransientError } from "@exactly/core";
 import {
   Admin,
   addPartitionsToTxnV3,
@@ -24,6 +24,7 @@ import {
   listTransactionsV0,
   Writer,
 } from "@platformatic/kafka";
+import { initProducerIdRetried } from "../fencing.ts";
 import {
   type DescribedTransaction,
   type FetchedPartition,
@@ -160,21 +161,8 @@ class PlatformaticConnection implements KafkaConnection {
     readonly transactionTimeoutMs: number;
   }): Promise<TransactionalProducer> {
     const { transactionalId, transactionTimeoutMs } = options;
-    // The fence of whatever an earlier producer of the id left open: retried while the broker
-    // still completes an earlier transaction of it, or its coordinator moves.
-    const handle = await withRetry(
-      async () => {
-        try {
-          return await this.initProducerId(transactionalId, transactionTimeoutMs);
-        } catch (error) {
-          if (isRetriableKafkaError(error))
-            throw new TransientError(`InitProducerId for ${transactionalId}`, { cause: error });
-          throw error;
-        }
-      },
-      (e) => e instanceof TransientError,
-      { maxAttempts: 30, initialDelayMs: 50, maxDelayMs: 2000 },
-    );
+    // The fence of whatever an earlier producer of the id left open.
+    const handle = await initProducerIdRetried(this, transactionalId, transactionTimeoutMs);
     const producerId = BigInt(handle.producerId);
     const added = new Set<string>();
     const session = new ProducerSession(
