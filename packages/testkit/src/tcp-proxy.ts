@@ -28,7 +28,11 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  /** Where the proxy listens (127.0.0.1); default a free port. */
+  listenPort = 0,
+): Promise<TcpProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let latency = 0;
   let cuts = 0;
@@ -95,7 +99,10 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       socket.on("close", end);
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listenPort, "127.0.0.1", resolve);
+  });
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("the proxy has no TCP address");
 

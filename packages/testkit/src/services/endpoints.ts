@@ -30,6 +30,37 @@ export function kafkaBrokers(): string[] {
   return resolved(kafka).endpoint.brokers;
 }
 
+/**
+ * The broker's proxied listener (see KafkaEndpoint): a test listens at `advertised` with its
+ * TCP proxy to `upstream`. A broker without one (given by EXACTLY_KAFKA_BROKERS alone) fails
+ * the test that asks: not checked.
+ */
+export function kafkaProxiedListener(): {
+  advertised: { host: string; port: number };
+  upstream: { host: string; port: number };
+} {
+  const proxied = resolved(kafka).endpoint.proxied;
+  if (!proxied) {
+    throw new Error(
+      "not checked: the Kafka service has no proxied listener (EXACTLY_KAFKA_PROXIED_LISTENER=advertised->upstream)",
+    );
+  }
+  const split = (address: string) => {
+    const at = address.lastIndexOf(":");
+    return { host: address.slice(0, at), port: Number(address.slice(at + 1)) };
+  };
+  return { advertised: split(proxied.advertised), upstream: split(proxied.upstream) };
+}
+
+/** The broker's SASL_PLAINTEXT listener with SCRAM-SHA-256; a broker without one fails the test that asks: not checked. */
+export function kafkaScramBrokers(): string[] {
+  const brokers = resolved(kafka).endpoint.scramBrokers;
+  if (!brokers) {
+    throw new Error("not checked: the Kafka service has no SCRAM listener (EXACTLY_KAFKA_SCRAM_BROKERS)");
+  }
+  return brokers;
+}
+
 /** A connection string for a database the tests may create tables in. */
 export function pgUrl(): string {
   return resolved(postgres).endpoint.url;

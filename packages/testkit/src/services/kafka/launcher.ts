@@ -20,6 +20,11 @@ const LOG4J_VERSION = "2.24.3";
 const HOST = "127.0.0.1";
 const PORT = 59092;
 const CONTROLLER_PORT = 59093;
+/** SASL_PLAINTEXT with SCRAM-SHA-256, for the connector's authentication test. */
+const SCRAM_PORT = 59094;
+/** Served here, advertised at PROXIED_ADVERTISED_PORT, where a test's TCP proxy listens. */
+const PROXIED_PORT = 59095;
+const PROXIED_ADVERTISED_PORT = 59096;
 
 const installDir = join(cacheDir, `kafka-${KAFKA_VERSION}`);
 const libsDir = join(installDir, "libs");
@@ -85,11 +90,14 @@ function serverConfig(logDir: string): string {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@${HOST}:${CONTROLLER_PORT}
-listeners=PLAINTEXT://${HOST}:${PORT},CONTROLLER://${HOST}:${CONTROLLER_PORT}
-advertised.listeners=PLAINTEXT://${HOST}:${PORT}
+listeners=PLAINTEXT://${HOST}:${PORT},CONTROLLER://${HOST}:${CONTROLLER_PORT},SASL_PLAINTEXT://${HOST}:${SCRAM_PORT},PROXIED://${HOST}:${PROXIED_PORT}
+advertised.listeners=PLAINTEXT://${HOST}:${PORT},SASL_PLAINTEXT://${HOST}:${SCRAM_PORT},PROXIED://${HOST}:${PROXIED_ADVERTISED_PORT}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,PROXIED:PLAINTEXT
+# SCRAM users live in the cluster's metadata; a test creates its own (AlterUserScramCredentials).
+sasl.enabled.mechanisms=SCRAM-SHA-256
+listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 log.dirs=${logDir}
 num.partitions=1
 auto.create.topics.enable=true
@@ -154,8 +162,12 @@ export function kafkaLauncher(module: ServiceModule<KafkaEndpoint>): Launcher<Ka
   const spec: DaemonSpec<KafkaEndpoint> = {
     module,
     host: HOST,
-    ports: [PORT, CONTROLLER_PORT],
-    endpoint: () => ({ brokers: [`${HOST}:${PORT}`] }),
+    ports: [PORT, CONTROLLER_PORT, SCRAM_PORT, PROXIED_PORT],
+    endpoint: () => ({
+      brokers: [`${HOST}:${PORT}`],
+      proxied: { advertised: `${HOST}:${PROXIED_ADVERTISED_PORT}`, upstream: `${HOST}:${PROXIED_PORT}` },
+      scramBrokers: [`${HOST}:${SCRAM_PORT}`],
+    }),
     looksLikeOurs: (cmdline) => cmdline.includes("kafka.Kafka") && cmdline.includes(serverProperties()),
     install,
     start: async () => {

@@ -6,6 +6,14 @@ import type { ServiceModule } from "../core/service-module.ts";
 import type { KafkaEndpoint } from "./endpoint.ts";
 
 const BROKERS = "EXACTLY_KAFKA_BROKERS";
+const PROXIED = "EXACTLY_KAFKA_PROXIED_LISTENER";
+const SCRAM = "EXACTLY_KAFKA_SCRAM_BROKERS";
+
+const list = (value: string) =>
+  value
+    .split(",")
+    .map((b) => b.trim())
+    .filter((b) => b !== "");
 
 export const kafka: ServiceModule<KafkaEndpoint, "kafka"> = {
   name: "kafka",
@@ -13,14 +21,20 @@ export const kafka: ServiceModule<KafkaEndpoint, "kafka"> = {
   fromEnv(env) {
     const brokers = envValue(env, BROKERS);
     if (brokers === undefined) return undefined;
+    // `advertised->upstream`
+    const [advertised, upstream] = (envValue(env, PROXIED) ?? "").split("->");
+    const scram = envValue(env, SCRAM);
     return {
-      brokers: brokers
-        .split(",")
-        .map((b) => b.trim())
-        .filter((b) => b !== ""),
+      brokers: list(brokers),
+      ...(advertised && upstream ? { proxied: { advertised, upstream } } : {}),
+      ...(scram ? { scramBrokers: list(scram) } : {}),
     };
   },
-  toEnv: (endpoint) => ({ [BROKERS]: endpoint.brokers.join(",") }),
+  toEnv: (endpoint) => ({
+    [BROKERS]: endpoint.brokers.join(","),
+    ...(endpoint.proxied ? { [PROXIED]: `${endpoint.proxied.advertised}->${endpoint.proxied.upstream}` } : {}),
+    ...(endpoint.scramBrokers ? { [SCRAM]: endpoint.scramBrokers.join(",") } : {}),
+  }),
   describe: (endpoint) => endpoint.brokers.join(","),
   startContainer: async () => (await import("./container.ts")).startKafkaContainer(),
   launcher: async () => (await import("./launcher.ts")).kafkaLauncher(kafka),
