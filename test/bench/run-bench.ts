@@ -213,12 +213,6 @@ const suites: Suite[] = [
       "exactly-once (1 s), P=1",
       "exactly-once (1 s), P=2, 2 workers",
       "exactly-once (1 s), P=1, generated input",
-      "platformatic: exactly-once (1 s)",
-      "platformatic: exactly-once (100 ms)",
-      "platformatic: at-least-once",
-      "platformatic: exactly-once (1 s), P=1",
-      "platformatic: exactly-once (1 s), P=2, 2 workers",
-      "platformatic: exactly-once (1 s), P=1, generated input",
       "exactly-once (1 s), 1 shard, P=1",
       "exactly-once (1 s), 2 shards, P=1 each",
       "2 processes, P=1 each",
@@ -240,7 +234,6 @@ const suites: Suite[] = [
     serverFor: {
       raw: "ProducerPerformance, idempotent",
       "at-least-once": "ProducerPerformance, idempotent",
-      "platformatic: at-least-once": "ProducerPerformance, idempotent",
       "ProducerPerformance, idempotent": "ProducerPerformance, idempotent",
     },
     // The shards (#39) against their ceiling here, two independent unsharded P=1 processes on
@@ -252,7 +245,7 @@ const suites: Suite[] = [
     },
     naive: "naive",
     // Its 100 ms checkpoints commit several times even in a short run of the unpaced input.
-    exactlyOnce: ["exactly-once (100 ms)", "platformatic: exactly-once (100 ms)"],
+    exactlyOnce: ["exactly-once (100 ms)"],
     paced: false,
     sizes: [kafkaRecords],
     prepare: async () => {

@@ -10,7 +10,7 @@
  *   EXACTLY_CONFORMANCE_SEED=<seed> pnpm exec vitest run … -t chaos   (EXACTLY_CONFORMANCE=soak)
  *
  * The Kafka sink needs a broker: EXACTLY_KAFKA_BROKERS (`pnpm services up kafka`), and kcat:
- * each Kafka round's final read is also made by kcat (librdkafka, not kafkajs), and a round
+ * each Kafka round's final read is also made by kcat (librdkafka, which shares no code with ours), and a round
  * whose kcat read differs from ours, or that kcat could not read, stops the soak.
  */
 import { parseArgs } from "node:util";
@@ -46,7 +46,7 @@ async function definitionOf(sink: string): Promise<ConformanceDefinition> {
     const read = base.readCommitted as NonNullable<typeof base.readCommitted>;
     return {
       ...base,
-      // The checker's final read, made twice: by ours (kafkajs) and by kcat. They must agree.
+      // The checker's final read, made twice: by ours and by kcat. They must agree.
       async readCommitted(scope, phase) {
         const ours = await read(scope, phase);
         if (phase !== "ended") return ours;
@@ -54,7 +54,7 @@ async function definitionOf(sink: string): Promise<ConformanceDefinition> {
         if (kcat.status !== "read") throw new Error(`kcat did not check the round (${kcat.status}): ${kcat.reason}`);
         const theirs = kcat.values.map(Number);
         const differ = differences(ours, theirs);
-        if (differ) throw new Error(`kcat read otherwise than kafkajs: ${differ}`);
+        if (differ) throw new Error(`kcat read otherwise than our reader: ${differ}`);
         kcatChecked++;
         return ours;
       },
@@ -74,7 +74,7 @@ function differences(ours: readonly number[], theirs: readonly number[]): string
   const b = count(theirs);
   const found: string[] = [];
   for (const id of new Set([...a.keys(), ...b.keys()])) {
-    if (a.get(id) !== b.get(id)) found.push(`id ${id}: kafkajs ${a.get(id) ?? 0}, kcat ${b.get(id) ?? 0}`);
+    if (a.get(id) !== b.get(id)) found.push(`id ${id}: ours ${a.get(id) ?? 0}, kcat ${b.get(id) ?? 0}`);
     if (found.length >= 10) break;
   }
   return found.length > 0 ? found.join("; ") : undefined;

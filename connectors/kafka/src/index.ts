@@ -19,12 +19,11 @@ export {
   valueAsString,
 } from "./kafka-source.ts";
 export { KafkaTransactionalSink, type KafkaTransactionalSinkOptions } from "./kafka-transactional-sink.ts";
-export type { KafkaClient } from "./kafkajs/kafkajs-connection.ts";
-export { KafkajsInternalsError, PINNED_KAFKAJS_VERSION } from "./kafkajs/load.ts";
 export { type KafkaLingeringOptions, KafkaLingeringTransactions } from "./lingering.ts";
-export type { KafkaAdapter, KafkaConnectionOptions } from "./open-connection.ts";
+export type { KafkaConnectionOptions, KafkaCredential, KafkaSaslOptions } from "./open-connection.ts";
 export {
   type CheckpointTiming,
+  type KafkaCompression,
   type KafkaSinkMessage,
   type KafkaWriteOptions,
   minimumTransactionTimeout,

@@ -1,8 +1,8 @@
 /**
  * The port to the brokers: everything the Kafka sinks, the source and the lingering-work
  * finder ask of Kafka, in their own terms, as `PostgresConnection` and `RedisConnection` are
- * for theirs. A client sits behind it in an adapter folder (`kafkajs/`), the only place that
- * imports a Kafka client; `open-connection.ts` picks the adapter. No client type crosses it:
+ * for theirs. The client sits behind it in its adapter folder (`platformatic/`, on
+ * @platformatic/kafka), the only place that imports a Kafka client; `open-connection.ts` opens it. No client type crosses it:
  * records, offsets, transactions and answers are the types below.
  *
  * One `KafkaConnection` is one set of broker connections with its own metadata: a sink opens

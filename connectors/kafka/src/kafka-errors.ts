@@ -1,7 +1,8 @@
 /**
- * What a Kafka error means for the connector. kafkajs rejects with errors whose `type` names
- * the protocol error code and whose `name` names its own client errors; the sinks decide
- * from these whether to retry, and when a commit's answer means the transaction is lost.
+ * What a Kafka error means for the connector. The port rejects with errors whose `type` names
+ * the protocol error code and whose `retriable` is Kafka's own verdict, or with a
+ * `TransientError` for a lost connection or a timeout (platformatic/errors.ts); the sinks
+ * decide from these whether to retry, and when a commit's answer means the transaction is lost.
  */
 import { ExactlyError, isTransientByDefault, TransientError } from "@exactly/core";
 
@@ -17,17 +18,7 @@ export const RETRIABLE_COORDINATOR = new Set([
   "REQUEST_TIMED_OUT",
 ]);
 
-/** kafkajs's own errors of a connection or lookup that a retry may get past. */
-export const RETRIABLE_ERROR_NAMES = new Set([
-  "KafkaJSConnectionError",
-  "KafkaJSConnectionClosedError",
-  "KafkaJSRequestTimeoutError",
-  "KafkaJSBrokerNotFound",
-  "KafkaJSGroupCoordinatorNotFound",
-  "KafkaJSLockTimeout",
-]);
-
-/** The protocol error a kafkajs error carries (INVALID_PRODUCER_EPOCH, …), if any. */
+/** The protocol error a port error carries (INVALID_PRODUCER_EPOCH, …), if any. */
 export function errorType(error: unknown): string | undefined {
   const type = (error as { type?: unknown } | undefined)?.type;
   return typeof type === "string" ? type : undefined;
@@ -37,21 +28,19 @@ export function errorType(error: unknown): string | undefined {
 export function isRetriableKafkaError(error: unknown): boolean {
   if (error instanceof TransientError || isTransientByDefault(error)) return true;
   const type = errorType(error);
-  if (type !== undefined && RETRIABLE_COORDINATOR.has(type)) return true;
-  const name = (error as { name?: unknown } | undefined)?.name;
-  return typeof name === "string" && RETRIABLE_ERROR_NAMES.has(name);
+  return type !== undefined && RETRIABLE_COORDINATOR.has(type);
 }
 
 /**
  * Whether a failed attempt may get past this error on a restart: what a retry may get past,
- * and every kafkajs error that says so itself (`retriable`: a leader moving, a broker that is
+ * and every broker refusal that Kafka counts as retriable (a leader moving, a broker that is
  * not available yet). The restart strategy asks this, never the commit path, which decides
  * on the narrower {@link isRetriableKafkaError}.
  */
 export function isTransientKafkaFailure(error: unknown): boolean {
   if (isRetriableKafkaError(error)) return true;
-  const { name, retriable } = (error ?? {}) as { name?: unknown; retriable?: unknown };
-  return typeof name === "string" && name.startsWith("KafkaJS") && retriable === true;
+  const { type, retriable } = (error ?? {}) as { type?: unknown; retriable?: unknown };
+  return typeof type === "string" && retriable === true;
 }
 
 /**

@@ -65,7 +65,7 @@ export abstract class KafkaPlainSink<T> extends FlushingSink<T> {
 
   async open(_context: SinkContext): Promise<void> {
     // Kept before it connects: a connect that fails half way may hold a socket for close().
-    const connection = openKafkaConnection(this.sinkOptions);
+    const connection = openKafkaConnection(this.sinkOptions, { compression: this.sinkOptions.compression });
     this.connection = connection;
     await connection.connect();
     const producer = await connection.plainProducer({ idempotent: this.send.idempotent });

@@ -76,8 +76,8 @@ export class KafkaSource<T = KafkaRecord> implements Source<T> {
 
   constructor(options: KafkaSourceOptions<T>) {
     if (options.topics.length === 0) throw new ConfigurationError("topics", "name at least one topic");
-    if (!options.client && (!options.brokers || options.brokers.length === 0)) {
-      throw new ConfigurationError("brokers", "give the bootstrap servers, or a kafkajs client as `client`");
+    if (!options.brokers || options.brokers.length === 0) {
+      throw new ConfigurationError("brokers", "give the bootstrap servers (`host:port`)");
     }
     const start = options.startFrom;
     if (typeof start === "object" && "groupOffsets" in start && !options.groupId) {

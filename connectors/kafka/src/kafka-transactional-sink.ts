@@ -115,7 +115,7 @@ export class KafkaTransactionalSink<T> extends TwoPhaseCommitSink<T, KafkaTransa
 
   /** Checks the timeout against the job and the broker, takes the prefix, connects, sizes the slot pool. */
   protected override async initialize(restored: LingeringContext<KafkaTransactionState>): Promise<void> {
-    const connection = openKafkaConnection(this.sinkOptions);
+    const connection = openKafkaConnection(this.sinkOptions, { compression: this.sinkOptions.compression });
     // The job knows its own timing: check the timeout against it unless the user gave one.
     validateTransactionTimeout({
       transactionTimeoutMs: this.timeoutMs,

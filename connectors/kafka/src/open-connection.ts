@@ -1,44 +1,46 @@
 /**
- * Where a `KafkaConnection` comes from: the one file outside an adapter folder that names an
- * adapter. The sinks, the source and the lingering-work finder open their connections here and
+ * Where a `KafkaConnection` comes from: the one file outside the adapter folder that names the
+ * client. The sinks, the source and the lingering-work finder open their connections here and
  * see only the port (kafka-connection.ts).
  */
-import { ConfigurationError } from "@exactly/core";
+import type { ConnectionOptions as TlsOptions } from "node:tls";
 import type { KafkaConnection } from "./kafka-connection.ts";
-import { type KafkajsOptions, openKafkajsConnection } from "./kafkajs/kafkajs-connection.ts";
+import type { KafkaCompression } from "./options.ts";
 
-/** The Kafka client library a connection runs on. */
-export type KafkaAdapter = "kafkajs" | "@platformatic/kafka";
+/** A credential, or a function that answers it at each authentication (rotated secrets). */
+export type KafkaCredential = string | (() => string | Promise<string>);
+
+/** SASL authentication on every broker connection. */
+export interface KafkaSaslOptions {
+  readonly mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "OAUTHBEARER";
+  readonly username?: KafkaCredential;
+  readonly password?: KafkaCredential;
+  /** The bearer token of OAUTHBEARER. */
+  readonly token?: KafkaCredential;
+}
 
 /** How to reach the brokers: every Kafka sink's and the source's options include these. */
-export interface KafkaConnectionOptions extends KafkajsOptions {
-  /** The client library the connector runs on. Default "kafkajs". */
-  readonly adapter?: KafkaAdapter;
-  /** Bootstrap servers (`host:port`); used when no `client` is given. */
+export interface KafkaConnectionOptions {
+  /** Bootstrap servers (`host:port`). */
   readonly brokers?: readonly string[];
   /** The client id the brokers see. Default "exactly". */
   readonly clientId?: string;
+  /** SASL on every connection (PLAIN, SCRAM-SHA-256/512, OAUTHBEARER). Its secrets are never logged. */
+  readonly sasl?: KafkaSaslOptions;
+  /** TLS on every connection: `true` for the system's CAs, or Node's `tls.connect` options (ca, cert, key, servername). */
+  readonly tls?: true | TlsOptions;
 }
 
-/**
- * A connection to the brokers of `options`, not yet connected. `readCommitted`: its fetches and
- * ListOffsets skip open and aborted transactions (the source's).
- */
-export function openKafkaConnection(
-  options: KafkaConnectionOptions,
-  use: { readonly readCommitted?: boolean } = {},
-): KafkaConnection {
-  const adapter = options.adapter ?? "kafkajs";
-  if (adapter === "kafkajs") return openKafkajsConnection(options, use);
-  if (adapter !== "@platformatic/kafka") {
-    throw new ConfigurationError(
-      "adapter",
-      `must be "kafkajs" or "@platformatic/kafka", not ${JSON.stringify(adapter)}`,
-    );
-  }
-  if (options.client) {
-    throw new ConfigurationError("client", "is a kafkajs client; with the @platformatic/kafka adapter give `brokers`");
-  }
+/** What one connection is for, besides where it connects. */
+export interface KafkaConnectionUse {
+  /** Its fetches and ListOffsets skip open and aborted transactions (the source's). */
+  readonly readCommitted?: boolean;
+  /** The codec of the record batches its producers send (a sink's). Default none. */
+  readonly compression?: KafkaCompression | undefined;
+}
+
+/** A connection to the brokers of `options`, not yet connected. */
+export function openKafkaConnection(options: KafkaConnectionOptions, use: KafkaConnectionUse = {}): KafkaConnection {
   return deferred(async () => {
     const { openPlatformaticConnection } = await import("./platformatic/platformatic-connection.ts");
     return openPlatformaticConnection(options, use);
@@ -46,9 +48,10 @@ export function openKafkaConnection(
 }
 
 /**
- * A connection whose adapter module is loaded at its first call. Loading @platformatic/kafka
- * takes about 0.6 s and 100 MB of one process here (kafkajs: 0.1 s); every Kafka job and
- * conformance child paid it while kafkajs was the adapter in use.
+ * A connection whose client module is loaded at its first call. Loading @platformatic/kafka
+ * takes about 0.6 s and 100 MB of one process here: a process that imports the connector but
+ * never reaches a broker (a CLI command, a job whose Kafka sink is not in this shard) does not
+ * pay it.
  */
 function deferred(load: () => Promise<KafkaConnection>): KafkaConnection {
   let loading: Promise<KafkaConnection> | undefined;

@@ -14,7 +14,7 @@ export interface KafkaSinkMessage {
   readonly key?: Buffer | string | null;
   readonly value: Buffer | string | null;
   readonly headers?: KafkaHeaders;
-  /** Explicit partition; otherwise kafkajs's default partitioner (murmur2 of the key). */
+  /** Explicit partition; otherwise Kafka's default partitioner (murmur2 of the key; protocol/partitioner.ts). */
   readonly partition?: number;
   /** Record timestamp in ms; default: the time of sending. */
   readonly timestamp?: number;
@@ -32,7 +32,14 @@ export interface KafkaWriteOptions<T> extends KafkaConnectionOptions {
   readonly maxBatchBytes?: number;
   /** Sends awaiting the broker before a write waits (bounds memory). Default 2. */
   readonly maxInFlightSends?: number;
+  /** The codec of every record batch the sink sends (Kafka's `compression.type`). Default "none". */
+  readonly compression?: KafkaCompression;
 }
+
+/** Kafka's record batch codecs. */
+export type KafkaCompression = "none" | "gzip" | "snappy" | "lz4" | "zstd";
+
+export const KAFKA_COMPRESSIONS: readonly KafkaCompression[] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
 /**
  * How long recovery can take, from the moment a transaction is pre-committed until the next

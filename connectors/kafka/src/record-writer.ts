@@ -5,7 +5,7 @@
  */
 import { type Batch, ConfigurationError, RecordWriteError } from "@exactly/core";
 import type { KafkaMessage, TopicMessages } from "./kafka-connection.ts";
-import type { KafkaSinkMessage, KafkaWriteOptions } from "./options.ts";
+import { KAFKA_COMPRESSIONS, type KafkaSinkMessage, type KafkaWriteOptions } from "./options.ts";
 import { Outbox, type SendLimits, sendLimits } from "./outbox.ts";
 
 function defaultSerializer(record: unknown): KafkaSinkMessage {
@@ -25,8 +25,14 @@ export class RecordWriter<T> {
   private readonly limits: SendLimits;
 
   constructor(options: KafkaWriteOptions<T>) {
-    if (!options.client && (!options.brokers || options.brokers.length === 0)) {
-      throw new ConfigurationError("brokers", "give the bootstrap servers, or a kafkajs client as `client`");
+    if (!options.brokers || options.brokers.length === 0) {
+      throw new ConfigurationError("brokers", "give the bootstrap servers (`host:port`)");
+    }
+    if (options.compression !== undefined && !KAFKA_COMPRESSIONS.includes(options.compression)) {
+      throw new ConfigurationError(
+        "compression",
+        `must be one of ${KAFKA_COMPRESSIONS.join(", ")}, not ${JSON.stringify(options.compression)}`,
+      );
     }
     this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
     this.topic = options.topic;

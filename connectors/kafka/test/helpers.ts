@@ -1,6 +1,7 @@
 export { runFixture } from "@exactly/testkit/run-fixture";
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import kafkajs, { type Kafka } from "kafkajs";
 import type { KafkaConnection } from "../src/kafka-connection.ts";
 import { openKafkaConnection } from "../src/open-connection.ts";
@@ -50,13 +51,12 @@ export async function createTopic(kafka: Kafka, topic: string, partitions = 1): 
  * partition's last stable offset (LSO = HWM once no transaction is open, which the tests
  * assert first). Records of aborted transactions and control records are dropped by
  * the port's fetchCommitted. Not kafkajs's consumer: its aborted-transaction filter lets records of
- * interleaved aborted transactions through (see src/kafkajs/fetch.ts, withoutAborted).
+ * interleaved aborted transactions through (see src/protocol/committed-records.ts, withoutAborted).
  */
 export async function readCommitted(
-  kafka: Kafka,
   topic: string,
   partitions: number,
-  options: { settle?: boolean } = {},
+  options: { settle?: boolean; brokers?: readonly string[] } = {},
 ): Promise<string[]> {
   // EndTxn returns before the coordinator has written the commit markers to the partitions;
   // until it has, read_committed readers stop at the open transaction. Wait for that (bounded:
@@ -64,13 +64,13 @@ export async function readCommitted(
   if (options.settle !== false) {
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
-      const ends = await partitionEnds(kafka, topic, partitions);
+      const ends = await partitionEnds(topic, partitions, options.brokers);
       if (ends.every((e) => e.lastStableOffset === e.highWatermark)) break;
       await sleep(50);
     }
   }
   const values: string[] = [];
-  const connection = await readCommittedConnection(kafka, topic);
+  const connection = await readCommittedConnection(topic, options.brokers);
   try {
     for (let partition = 0; partition < partitions; partition++) {
       await fetchStable(connection, topic, partition, 0n, values);
@@ -82,8 +82,11 @@ export async function readCommitted(
 }
 
 /** A read_committed connection through the port, with `topic`'s metadata loaded. */
-async function readCommittedConnection(kafka: Kafka, topic: string): Promise<KafkaConnection> {
-  const connection = openKafkaConnection({ client: kafka }, { readCommitted: true });
+async function readCommittedConnection(
+  topic: string,
+  brokers: readonly string[] = kafkaBrokers(),
+): Promise<KafkaConnection> {
+  const connection = openKafkaConnection({ brokers }, { readCommitted: true });
   try {
     await connection.connect();
     await connection.partitions([topic]);
@@ -137,17 +140,17 @@ export class CommittedTail {
   private connection: KafkaConnection | undefined;
   private readonly next: bigint[];
   private readonly values: string[] = [];
-  private readonly kafka: Kafka;
   private readonly topic: string;
+  private readonly brokers: readonly string[] | undefined;
 
-  constructor(kafka: Kafka, topic: string, partitions: number) {
-    this.kafka = kafka;
+  constructor(topic: string, partitions: number, brokers?: readonly string[]) {
     this.topic = topic;
+    this.brokers = brokers;
     this.next = new Array<bigint>(partitions).fill(0n);
   }
 
   async read(): Promise<readonly string[]> {
-    this.connection ??= await readCommittedConnection(this.kafka, this.topic);
+    this.connection ??= await readCommittedConnection(this.topic, this.brokers);
     try {
       for (let partition = 0; partition < this.next.length; partition++) {
         // Each partition's values land in order; a fetch that fails keeps its place.
@@ -177,11 +180,11 @@ export class CommittedTail {
 
 /** Per partition: high watermark and last stable offset (equal when no transaction is open). */
 export async function partitionEnds(
-  kafka: Kafka,
   topic: string,
   partitions: number,
+  brokers?: readonly string[],
 ): Promise<Array<{ partition: number; highWatermark: string; lastStableOffset: string | undefined }>> {
-  const connection = await readCommittedConnection(kafka, topic);
+  const connection = await readCommittedConnection(topic, brokers);
   try {
     const out = [];
     for (let partition = 0; partition < partitions; partition++) {

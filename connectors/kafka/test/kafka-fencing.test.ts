@@ -65,9 +65,8 @@ async function checkpoint(sink: Sink<Row>, id: number): Promise<unknown> {
 
 /** Ids a read_committed reader sees, after checking that no transaction is left open on the partition. */
 async function committedIds(topic: string): Promise<number[]> {
-  const kafka = newKafka(kafkaBrokers());
-  const ids = (await readCommitted(kafka, topic, 1)).map((v) => (JSON.parse(v) as Row).id);
-  const [end] = await partitionEnds(kafka, topic, 1);
+  const ids = (await readCommitted(topic, 1)).map((v) => (JSON.parse(v) as Row).id);
+  const [end] = await partitionEnds(topic, 1);
   expect(end?.lastStableOffset).toBe(end?.highWatermark);
   return ids.sort((a, b) => a - b);
 }

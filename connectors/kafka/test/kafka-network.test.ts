@@ -1,16 +1,15 @@
 // The network between the job and the broker fails, through a TCP proxy the test controls
-// (every broker connection of the job's kafkajs client goes through it): the connection
+// (the job is bootstrapped at the broker's proxied listener, which advertises the proxy's
+// address, so every broker connection of the job goes through it): the connection
 // carrying EndTxn (the commit) is cut right after the broker got it, so the sink never
 // hears whether its transaction committed and must settle that from the broker; every
 // connection is cut mid-run; 20 ms of latency is added each way. Every record is committed
 // once and no transaction is left open.
 
-import { connect } from "node:net";
-import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { kafkaBrokers, kafkaProxiedListener } from "@exactly/testkit/endpoints";
 import { runThroughFault } from "@exactly/testkit/fault-run";
 import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
-import kafkajs from "kafkajs";
 import { describe, expect, it } from "vitest";
 import { kafkaSink } from "../src/index.ts";
 import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
@@ -32,23 +31,9 @@ function holdsEndTxn(chunk: Buffer): boolean {
   return false;
 }
 
-/** A kafkajs client whose every broker connection, whatever address the broker advertises, goes through the proxy. */
-function clientThrough(proxy: TcpProxy) {
-  return new kafkajs.Kafka({
-    clientId: "exactly-network-test",
-    brokers: kafkaBrokers(),
-    logLevel: kafkajs.logLevel.NOTHING,
-    socketFactory: ({ onConnect }) => {
-      const socket = connect({ host: "127.0.0.1", port: proxy.port }, onConnect);
-      socket.setKeepAlive(true, 60_000);
-      return socket;
-    },
-  });
-}
-
 async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise<{ cuts: number }> {
-  const [host, port] = (kafkaBrokers()[0] as string).split(":");
-  const proxy = await startTcpProxy({ host: host as string, port: Number(port) });
+  const { advertised, upstream } = kafkaProxiedListener();
+  const proxy = await startTcpProxy(upstream, advertised.port);
   const admin = newKafka(kafkaBrokers());
   const topic = uniqueName("net");
   await createTopic(admin, topic, PARTITIONS);
@@ -56,7 +41,7 @@ async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise
     const run = await runThroughFault({
       name: "kafka-network",
       sink: kafkaSink<{ id: number }>({
-        client: clientThrough(proxy),
+        brokers: [`${advertised.host}:${advertised.port}`],
         topic,
         transactionalIdPrefix: topic,
         transactionTimeoutMs: 120_000,
@@ -72,9 +57,9 @@ async function runThrough(fault: (proxy: TcpProxy) => Promise<unknown>): Promise
     });
     // A fault after the job ended would have tested nothing.
     expect(run.endedBeforeFault).toBe(false);
-    const report = exactlyOnceReport(idCounts(await readCommitted(admin, topic, PARTITIONS)), RECORDS);
+    const report = exactlyOnceReport(idCounts(await readCommitted(topic, PARTITIONS)), RECORDS);
     expect(report).toEqual({ lost: [], duplicated: [], phantom: [] });
-    for (const end of await partitionEnds(admin, topic, PARTITIONS)) {
+    for (const end of await partitionEnds(topic, PARTITIONS)) {
       expect(end.lastStableOffset, `partition ${end.partition}: an open transaction blocks readers`).toBe(
         end.highWatermark,
       );

@@ -54,12 +54,12 @@ describe("KafkaSink", () => {
       await createTopic(kafka, topic, 3);
       const records = 5000;
       await runJob(topic, guarantee, records);
-      const report = exactlyOnceReport(idCounts(await readCommitted(kafka, topic, 3)), records);
+      const report = exactlyOnceReport(idCounts(await readCommitted(topic, 3)), records);
       expect(report.lost.length, `lost, first: ${report.lost.slice(0, 5)}`).toBe(0);
       // Without a crash, at least once also writes each record once.
       expect(report.duplicated.length, `duplicated, first: ${report.duplicated.slice(0, 5)}`).toBe(0);
       expect(report.phantom).toEqual([]);
-      for (const end of await partitionEnds(kafka, topic, 3)) expect(end.lastStableOffset).toBe(end.highWatermark);
+      for (const end of await partitionEnds(topic, 3)) expect(end.lastStableOffset).toBe(end.highWatermark);
     },
   );
 
@@ -122,7 +122,7 @@ describe("KafkaSink", () => {
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
     expect((error as Error).message).toContain("checkpoint interval 20000 ms + checkpoint timeout 30000 ms");
-    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
+    expect(await readCommitted(topic, 1)).toEqual([]);
   });
 
   it("I7: refuses to start a sharded job whose lease duration, added to its checkpoint timing, outlasts the transaction timeout (the takeover budget)", async () => {
@@ -155,7 +155,7 @@ describe("KafkaSink", () => {
     expect(error).toBeInstanceOf(ConfigurationError);
     expect((error as ConfigurationError).setting).toBe("transactionTimeoutMs");
     expect((error as Error).message).toContain("shard lease duration 30000 ms (lease.durationMs");
-    expect(await readCommitted(kafka, topic, 1)).toEqual([]);
+    expect(await readCommitted(topic, 1)).toEqual([]);
   });
 
   it("I7: requires an explicit transaction timeout and prefix at EXACTLY_ONCE", () => {

@@ -71,7 +71,7 @@ describe("KafkaSource", () => {
       const last = await runFixture(job, env);
       expect(last.code, last.stderr).toBe(0);
 
-      const report = exactlyOnceReport(idCounts(await readCommitted(kafka, output, 2)), RECORDS);
+      const report = exactlyOnceReport(idCounts(await readCommitted(output, 2)), RECORDS);
       expect(report.phantom, "records of the aborted input transaction were read").toEqual([]);
       expect(report.lost.length, `lost, first: ${report.lost.slice(0, 5)}`).toBe(0);
       expect(report.duplicated.length, `duplicated, first: ${report.duplicated.slice(0, 5)}`).toBe(0);

@@ -51,7 +51,7 @@ async function killedJob(fault: string) {
     EXACTLY_FAULT: fault,
   });
   expect(run.signal, run.stderr.slice(-2000)).toBe("SIGKILL");
-  expect((await readCommitted(kafka, topic, PARTITIONS, { settle: false })).length).toBeGreaterThan(0);
+  expect((await readCommitted(topic, PARTITIONS, { settle: false })).length).toBeGreaterThan(0);
 
   // Committed, yet invisible to a read_committed reader while the killed job's transactions stay open.
   const producer = kafka.producer();
@@ -61,20 +61,20 @@ async function killedJob(fault: string) {
     messages: Array.from({ length: PARTITIONS }, (_, partition) => ({ partition, value: `after-kill-${partition}` })),
   });
   await producer.disconnect();
-  const stuck = (await partitionEnds(kafka, topic, PARTITIONS)).filter(
+  const stuck = (await partitionEnds(topic, PARTITIONS)).filter(
     (e) => BigInt(e.lastStableOffset ?? e.highWatermark) < BigInt(e.highWatermark),
   );
   expect(stuck.length, "some partition's last stable offset is held back").toBeGreaterThan(0);
-  const visible = await readCommitted(kafka, topic, PARTITIONS, { settle: false });
+  const visible = await readCommitted(topic, PARTITIONS, { settle: false });
   for (const end of stuck) expect(visible).not.toContain(`after-kill-${end.partition}`);
   return { kafka, topic, prefix, checkpoints, stuck };
 }
 
 /** Every record is readable again, the one written after the kill included, and nothing is open. */
-async function readersMoveOn(kafka: ReturnType<typeof newKafka>, topic: string) {
-  const values = await readCommitted(kafka, topic, PARTITIONS);
+async function readersMoveOn(topic: string) {
+  const values = await readCommitted(topic, PARTITIONS);
   for (let partition = 0; partition < PARTITIONS; partition++) expect(values).toContain(`after-kill-${partition}`);
-  for (const end of await partitionEnds(kafka, topic, PARTITIONS)) {
+  for (const end of await partitionEnds(topic, PARTITIONS)) {
     expect(end.lastStableOffset, `partition ${end.partition}`).toBe(end.highWatermark);
   }
 }
@@ -86,7 +86,7 @@ describe("exactly lingering kafka", () => {
   });
 
   it("a job killed after its checkpoint: spares what the checkpoint pre-committed, then without --checkpoints aborts it and readers move on", async () => {
-    const { kafka, topic, prefix, checkpoints, stuck } = await killedJob("after-checkpoint-durable@20");
+    const { topic, prefix, checkpoints, stuck } = await killedJob("after-checkpoint-durable@20");
 
     const listed = await lingering("--prefix", prefix, "--checkpoints", checkpoints);
     expect(listed.exitCode, "work is left open").toBe(1);
@@ -120,11 +120,11 @@ describe("exactly lingering kafka", () => {
     expect(all.exitCode, "nothing is left open").toBe(0);
     expect(all.report.items.map((i) => [i.id, i.aborted])).toEqual(listed.report.items.map((i) => [i.id, true]));
     expect((await lingering("--prefix", prefix)).report.items).toEqual([]);
-    await readersMoveOn(kafka, topic);
+    await readersMoveOn(topic);
   });
 
   it("a job killed right after pre-commit: no checkpoint will commit its transaction, and --abort ends it", async () => {
-    const { kafka, topic, prefix, checkpoints } = await killedJob("after-pre-commit@20");
+    const { topic, prefix, checkpoints } = await killedJob("after-pre-commit@20");
 
     // The transaction pre-committed at the kill began after the last checkpoint's barrier: that
     // checkpoint holds it as open, and a restart from it would abort it.
@@ -140,6 +140,6 @@ describe("exactly lingering kafka", () => {
     // What a checkpoint pre-committed (the other subtask's, if its barrier came first) is left; then all of it.
     await lingering("--prefix", prefix, "--abort-without-checkpoints", "--yes");
     expect((await lingering("--prefix", prefix)).report.items).toEqual([]);
-    await readersMoveOn(kafka, topic);
+    await readersMoveOn(topic);
   });
 });

@@ -1,22 +1,20 @@
 // The Kafka sinks keep the order of their sends within every partition with sends in flight
-// (maxInFlightSends 2, the default). kafkajs assigns a send's sequence numbers only after its
-// own awaits (the topic's metadata, the broker, AddPartitionsToTxn), so a later send that
-// skips one of them could overtake an earlier one: a transaction's first sends add their
-// partitions to it, and a topic new to the producer adds a metadata refresh. Here every
+// (maxInFlightSends 2, the default). A client that assigns a send's sequence numbers only after
+// its own awaits (the topic's metadata, the broker, AddPartitionsToTxn) lets a later send that
+// skips one of them overtake an earlier one: a transaction's first sends add their partitions
+// to it, and a topic new to the producer adds a metadata refresh. Here every
 // key's records carry a counter in the order the job wrote them, and a reader must see each
 // key's counters strictly increasing (a key lives on one partition). Then a send is retried:
 // its Produce request's connection is cut right after the broker got it, while the next send
 // waits to make its own; the retry must land before the next send, and once.
 
 import { mkdtemp } from "node:fs/promises";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
-import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { kafkaBrokers, kafkaProxiedListener } from "@exactly/testkit/endpoints";
 import { uniqueName } from "@exactly/testkit/ids";
-import { startTcpProxy, type TcpProxy } from "@exactly/testkit/tcp-proxy";
-import kafkajs, { type Kafka } from "kafkajs";
+import { startTcpProxy } from "@exactly/testkit/tcp-proxy";
 import { describe, expect, it } from "vitest";
 import { kafkaSink } from "../src/index.ts";
 import { createTopic, newKafka, readCommitted } from "./helpers.ts";
@@ -31,16 +29,6 @@ const PRODUCE = 0;
 /** Whether a client → broker chunk starts with a Produce request (size, then API key). */
 function startsProduce(chunk: Buffer): boolean {
   return chunk.length >= 6 && chunk.readInt16BE(4) === PRODUCE;
-}
-
-/** A kafkajs client whose every broker connection, whatever address the broker advertises, goes through the proxy. */
-function clientThrough(proxy: TcpProxy): Kafka {
-  return new kafkajs.Kafka({
-    clientId: "exactly-send-order-test",
-    brokers: kafkaBrokers(),
-    logLevel: kafkajs.logLevel.NOTHING,
-    socketFactory: ({ onConnect }) => connect({ host: "127.0.0.1", port: proxy.port }, onConnect),
-  });
 }
 
 /** Each key's counters in the order a reader sees them, and the keys whose counters go back. */
@@ -59,7 +47,7 @@ function outOfOrder(values: readonly string[]): { keys: string[]; seen: number }
 async function runJob(
   topic: string,
   guarantee: DeliveryGuarantee,
-  options: { client?: Kafka; maxRestarts?: number } = {},
+  options: { brokers?: string[]; maxRestarts?: number } = {},
 ): Promise<void> {
   const job = new StreamJob({
     name: uniqueName("send-order-job"),
@@ -71,7 +59,7 @@ async function runJob(
   });
   job.fromSource(new GeneratorSource({ count: RECORDS, splits: 1, generate: (id) => id })).sinkTo(
     kafkaSink<number>({
-      ...(options.client ? { client: options.client } : { brokers: kafkaBrokers() }),
+      brokers: options.brokers ?? kafkaBrokers(),
       topic,
       guarantee,
       transactionalIdPrefix: uniqueName("send-order"),
@@ -96,7 +84,7 @@ describe("the Kafka sinks' sends", () => {
       const topic = uniqueName("send-order");
       await createTopic(kafka, topic, PARTITIONS);
       await runJob(topic, guarantee);
-      const result = outOfOrder(await readCommitted(kafka, topic, PARTITIONS));
+      const result = outOfOrder(await readCommitted(topic, PARTITIONS));
       expect(result.seen).toBe(RECORDS);
       expect(result.keys, "keys whose records landed out of the order they were sent").toEqual([]);
     },
@@ -106,20 +94,24 @@ describe("the Kafka sinks' sends", () => {
     const kafka = newKafka(kafkaBrokers());
     const topic = uniqueName("send-order-retry");
     await createTopic(kafka, topic, PARTITIONS);
-    const [host, port] = (kafkaBrokers()[0] as string).split(":");
-    const proxy = await startTcpProxy({ host: host as string, port: Number(port) });
+    // Bootstrapped at the proxied listener: every connection of the job goes through the proxy.
+    const { advertised, upstream } = kafkaProxiedListener();
+    const proxy = await startTcpProxy(upstream, advertised.port);
     try {
       // The tenth Produce request: by then the next send is ready behind it.
       let produces = 0;
       const cut = proxy.cutAfterRequest((chunk) => startsProduce(chunk) && ++produces === 10);
       // A cut may also fail a transaction's other requests; the job restarts from its checkpoint then.
-      await runJob(topic, DeliveryGuarantee.EXACTLY_ONCE, { client: clientThrough(proxy), maxRestarts: 5 });
+      await runJob(topic, DeliveryGuarantee.EXACTLY_ONCE, {
+        brokers: [`${advertised.host}:${advertised.port}`],
+        maxRestarts: 5,
+      });
       await cut;
       expect(proxy.cuts).toBe(1);
     } finally {
       await proxy.close();
     }
-    const values = await readCommitted(kafka, topic, PARTITIONS);
+    const values = await readCommitted(topic, PARTITIONS);
     const result = outOfOrder(values);
     expect(new Set(values).size, "records written twice").toBe(values.length);
     expect(result.seen).toBe(RECORDS);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { seededRandom, siblingScript } from "@exactly/core/testing";
-import kafkajs from "kafkajs";
+import { Admin, ProduceAcks, Producer } from "@platformatic/kafka";
 import { readCommittedValues, readCommittedWithKcat } from "./read-committed.ts";
 import {
   event,
@@ -117,37 +117,36 @@ export function compareWindows(expected: ReadonlyMap<string, number>, lines: rea
   return problems;
 }
 
-async function fillInput(
-  kafka: kafkajs.Kafka,
-  config: WindowSumConfig,
-  events: number,
-  stop: AbortSignal | undefined,
-): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
+/** Creates the run's topics and writes its input, with the client the Kafka connector runs on. */
+async function fillInput(config: WindowSumConfig, events: number, stop: AbortSignal | undefined): Promise<void> {
+  const clientId = "window-sum-example";
+  const admin = new Admin({ clientId, bootstrapBrokers: config.brokers });
   try {
     await admin.createTopics({
       topics: [
-        { topic: config.input, numPartitions: INPUT_PARTITIONS },
-        { topic: config.output, numPartitions: 3 },
+        { topic: config.input, partitions: INPUT_PARTITIONS, replicas: 1 },
+        { topic: config.output, partitions: 3, replicas: 1 },
       ],
-      waitForLeaders: true,
     });
   } finally {
-    await admin.disconnect();
+    await admin.close();
   }
-  const producer = kafka.producer({ idempotent: true });
-  await producer.connect();
+  // The client retries a send whose partition has no leader yet (a topic just created).
+  const producer = new Producer({ clientId, bootstrapBrokers: config.brokers, idempotent: true, retries: 20 });
   try {
     for (let start = 0; start < events; start += 5000) {
       throwIfStopped(stop);
       const messages = [];
       for (let id = start; id < Math.min(events, start + 5000); id++)
-        messages.push({ partition: partitionOf(id), value: JSON.stringify(event(id)) });
-      await producer.send({ topic: config.input, acks: -1, messages });
+        messages.push({
+          topic: config.input,
+          partition: partitionOf(id),
+          value: Buffer.from(JSON.stringify(event(id))),
+        });
+      await producer.send({ acks: ProduceAcks.ALL, messages });
     }
   } finally {
-    await producer.disconnect();
+    await producer.close();
   }
 }
 
@@ -161,9 +160,7 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
     throwIfStopped(stop);
     const fault = kills < options.kills ? pickFault(random) : "";
     const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-      // kafkajs 2.2.4 sets a negative timer on Node 24, which only warns (tulios/kafkajs#1751).
-      const quiet = "--disable-warning=TimeoutNegativeWarning";
-      const child = spawn(process.execPath, [...worker.execArgv, quiet, worker.path], {
+      const child = spawn(process.execPath, [...worker.execArgv, worker.path], {
         env: { ...process.env, WINDOW_SUM_CONFIG: JSON.stringify(config), EXACTLY_FAULT: fault },
         stdio: ["ignore", "inherit", "inherit"],
       });
@@ -189,11 +186,6 @@ async function runWithKills(config: WindowSumConfig, options: WindowSumRunOption
 }
 
 export async function runWindowSum(options: WindowSumRunOptions): Promise<WindowSumResult> {
-  const kafka = new kafkajs.Kafka({
-    clientId: "window-sum-example",
-    brokers: [...options.brokers],
-    logLevel: kafkajs.logLevel.NOTHING,
-  });
   const run = randomUUID().slice(0, 8);
   const config: WindowSumConfig = {
     brokers: [...options.brokers],
@@ -206,7 +198,7 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
   // The checkpoints are the run's own: its output is in the topics, which the summary names.
   try {
     options.log?.(`writing ${options.events} events to ${config.input} (${INPUT_PARTITIONS} partitions)`);
-    await fillInput(kafka, config, options.events, options.stop);
+    await fillInput(config, options.events, options.stop);
     const startedAt = Date.now();
     kills = await runWithKills(config, options);
     elapsedSeconds = (Date.now() - startedAt) / 1000;
@@ -219,7 +211,7 @@ export async function runWindowSum(options: WindowSumRunOptions): Promise<Window
 
   options.log?.(`checking ${config.output} against a batch computation, with our reader and with kcat`);
   const expected = expectedSums(options.events);
-  const mismatches = compareWindows(expected, await readCommittedValues(kafka, config.output));
+  const mismatches = compareWindows(expected, await readCommittedValues(options.brokers, config.output));
   const kcat = await readCommittedWithKcat(options.brokers, config.output);
   return {
     events: options.events,

@@ -5,14 +5,12 @@
  */
 import { join } from "node:path";
 import { type DeliveryGuarantee, GeneratorSource, type JobRuntime, StreamJob } from "@exactly/core";
-import { type KafkaAdapter, KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
+import { KafkaSource, kafkaSink, valueAsString } from "@exactly/kafka";
 import { benchRecord, pace } from "../bench-protocol.ts";
 
 export interface KafkaBenchParams {
   readonly name: string;
   readonly brokers: string[];
-  /** The client the source and the sink run on (the connector's default when absent). */
-  readonly adapter?: KafkaAdapter;
   readonly input: string;
   readonly output: string;
   /** Default: the output topic's name. Processes that share the topic but not a job need their own. */
@@ -50,7 +48,6 @@ export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob
       p.generated === undefined
         ? new KafkaSource({
             brokers: p.brokers,
-            ...(p.adapter ? { adapter: p.adapter } : {}),
             topics: [p.input],
             stopAtLatest: true,
             deserializer: valueAsString,
@@ -60,7 +57,6 @@ export default function kafkaBenchJob({ params, logger }: JobRuntime): StreamJob
     .sinkTo(
       kafkaSink<string | null>({
         brokers: p.brokers,
-        ...(p.adapter ? { adapter: p.adapter } : {}),
         topic: p.output,
         guarantee: p.guarantee,
         transactionalIdPrefix: p.transactionalIdPrefix ?? p.output,

@@ -7,12 +7,13 @@
  * ListTransactions / DescribeTransactions.
  */
 
-import { TransientError } from "@exactly/core";
+import { ConfigurationError, TransientError } from "@exactly/core";
 import {
   Admin,
   addPartitionsToTxnV3,
   ConfigResourceTypes,
   type Connection,
+  compressionsAlgorithms,
   compressionsAlgorithmsByBitmask,
   createAPI,
   describeTransactionsV0,
@@ -41,9 +42,12 @@ import {
   type TransactionHandle,
 } from "../kafka-connection.ts";
 import { isRetriableKafkaError } from "../kafka-errors.ts";
+import type { KafkaConnectionOptions, KafkaConnectionUse } from "../open-connection.ts";
+import type { KafkaCompression } from "../options.ts";
 import { committedPartitions } from "../protocol/committed-records.ts";
 import { encodeFetchRequest, FETCH_REQUEST_VERSION } from "../protocol/fetch-request.ts";
 import { type Decompress, decodeFetchResponse, UnsupportedCompressionError } from "../protocol/fetch-response.ts";
+import type { BatchCompression } from "../protocol/record-batch.ts";
 import { inPortTerms, KafkaProtocolError } from "./errors.ts";
 import { ProducerSession } from "./producers.ts";
 
@@ -80,32 +84,40 @@ const STALE_METADATA = new Set([
 ]);
 const OFFSET_OUT_OF_RANGE = 1;
 
-/** What the adapter is made from. */
-export interface PlatformaticOptions {
-  readonly brokers?: readonly string[];
-  readonly clientId?: string;
+export function openPlatformaticConnection(
+  options: KafkaConnectionOptions,
+  use: KafkaConnectionUse = {},
+): KafkaConnection {
+  return new PlatformaticConnection(options, use);
 }
 
-export function openPlatformaticConnection(
-  options: PlatformaticOptions,
-  use: { readonly readCommitted?: boolean } = {},
-): KafkaConnection {
-  return new PlatformaticConnection(options, use.readCommitted === true);
+/** The client's compressor of `compression` ("none": none). */
+function batchCompression(compression: KafkaCompression | undefined): BatchCompression | undefined {
+  if (compression === undefined || compression === "none") return undefined;
+  const algorithm = compressionsAlgorithms[compression];
+  if (!algorithm.available) {
+    throw new ConfigurationError("compression", `${compression} is not available on this Node ${process.version}`);
+  }
+  return { codec: algorithm.bitmask, compress: (records) => algorithm.compressSync(records) };
 }
 
 class PlatformaticConnection implements KafkaConnection {
   private readonly admin: Admin;
   private readonly readCommitted: boolean;
+  private readonly compression: BatchCompression | undefined;
 
-  constructor(options: PlatformaticOptions, readCommitted: boolean) {
+  constructor(options: KafkaConnectionOptions, use: KafkaConnectionUse) {
     this.admin = new Admin({
       clientId: options.clientId ?? "exactly",
       bootstrapBrokers: [...(options.brokers ?? [])],
-      // Metadata is kept as long as kafkajs's producers keep it (5 minutes); a moved leader is
-      // learnt from the errors.
+      // Metadata is kept 5 minutes (Kafka's Java producer's metadata.max.age.ms); a moved
+      // leader is learnt sooner, from the errors.
       metadataMaxAge: 300_000,
+      ...(options.sasl ? { sasl: { ...options.sasl } } : {}),
+      ...(options.tls ? { tls: options.tls === true ? {} : options.tls } : {}),
     });
-    this.readCommitted = readCommitted;
+    this.readCommitted = use.readCommitted === true;
+    this.compression = batchCompression(use.compression);
   }
 
   async connect(): Promise<void> {
@@ -168,6 +180,7 @@ class PlatformaticConnection implements KafkaConnection {
     const session = new ProducerSession(
       this.admin,
       { transactionalId, producerId, producerEpoch: handle.epoch },
+      this.compression,
       async (partitions) => {
         const fresh = [...partitions]
           .map(([name, ps]) => ({ name, partitions: [...ps].filter((p) => !added.has(`${name}\0${p}`)) }))
@@ -198,7 +211,7 @@ class PlatformaticConnection implements KafkaConnection {
       const answer = await inPortTerms("InitProducerId", () => initProducerIdV4.api.async(any, null, 60_000));
       identity = { transactionalId: null, producerId: answer.producerId, producerEpoch: answer.producerEpoch };
     }
-    const session = new ProducerSession(this.admin, identity);
+    const session = new ProducerSession(this.admin, identity, this.compression);
     return { sendBatch: (topicMessages, acks) => session.sendBatch(topicMessages, acks) };
   }
 

@@ -16,7 +16,7 @@
 import { type Admin, type Connection, createAPI, produceV7, Writer } from "@platformatic/kafka";
 import { type KafkaMessage, KafkaUnknownTopicsError, type TopicMessages } from "../kafka-connection.ts";
 import { DefaultPartitioner } from "../protocol/partitioner.ts";
-import { encodeProduceRequestBody, type PartitionRecords } from "../protocol/record-batch.ts";
+import { type BatchCompression, encodeProduceRequestBody, type PartitionRecords } from "../protocol/record-batch.ts";
 import { inPortTerms, KafkaProtocolError } from "./errors.ts";
 
 /** Produce v7 with a body we encoded, answered by the client's own parser (per-partition errors reject). */
@@ -48,6 +48,7 @@ export interface ProducerIdentity {
 export class ProducerSession {
   private readonly admin: Admin;
   private readonly identity: ProducerIdentity;
+  private readonly compression: BatchCompression | undefined;
   private readonly beforeSend: ((partitions: ReadonlyMap<string, ReadonlySet<number>>) => Promise<void>) | undefined;
   /** Next sequence number per "topic\0partition"; unused (-1) without a producer id. */
   private readonly sequences = new Map<string, number>();
@@ -58,10 +59,12 @@ export class ProducerSession {
   constructor(
     admin: Admin,
     identity: ProducerIdentity,
+    compression: BatchCompression | undefined,
     beforeSend?: (partitions: ReadonlyMap<string, ReadonlySet<number>>) => Promise<void>,
   ) {
     this.admin = admin;
     this.identity = identity;
+    this.compression = compression;
     this.beforeSend = beforeSend;
   }
 
@@ -182,6 +185,7 @@ export class ProducerSession {
         producerId: this.identity.producerId.toString(),
         producerEpoch: this.identity.producerEpoch,
         topicData: [...topics].map(([topic, partitions]) => ({ topic, partitions })),
+        ...(this.compression ? { compression: this.compression } : {}),
       });
       return inPortTerms("Produce", () => producePrebuilt.async(socket, body));
     });

@@ -18,11 +18,9 @@ const ABORT_MARKER_KEY = Buffer.from([0, 0, 0, 0]);
 /**
  * Drops control records and the records of aborted transactions, as Kafka's Java consumer
  * does: aborted transactions ordered by first offset, a producer's records skipped from its
- * aborted transaction's first offset until its abort marker. kafkajs 2.2.4's own filter
- * (consumer/filterAbortedMessages.js) takes the broker's list in the order given, which is
- * by abort-marker offset; when two aborted transactions interleave on one partition, the
- * records of the one that began first but ended last leak to read_committed readers. The
- * tests show it (test/kafkajs-internals.test.ts).
+ * aborted transaction's first offset until its abort marker. A filter that takes the broker's
+ * list in the order given (by abort-marker offset, as kafkajs 2.2.4's does) lets the records
+ * of two interleaved aborted transactions leak: the one that began first but ended last.
  */
 function withoutAborted(
   messages: readonly DecodedRecord[],
@@ -66,9 +64,7 @@ function offsetAtLeast(a: string, b: string): boolean {
 
 /**
  * The fetched messages at or after the fetch offset, in order: a fetch can begin inside a
- * record batch, whose earlier records the broker returns too (as kafkajs's consumer
- * Batch.messagesWithinOffset drops them; that class also runs kafkajs's own aborted filter,
- * which is not used here).
+ * record batch, whose earlier records the broker returns too (Kafka's consumers drop them).
  */
 function withinOffset(messages: readonly DecodedRecord[], fetchOffset: string): readonly DecodedRecord[] {
   let first = 0;

@@ -3,12 +3,12 @@
  * in one pass over the response buffer. Client-neutral: an adapter sends the Fetch request
  * and hands the response's bytes here, with the codecs of its client for compressed batches.
  * Keys, values and header values are views into the response buffer (or into a batch's
- * decompressed records). kafkajs's own decoder makes a Decoder object per record and a `Long`
- * for each record's offset and timestamp: it was most of the Kafka source's CPU.
+ * decompressed records). A client's own decoder (a Decoder object per record and a `Long` for
+ * each record's offset and timestamp, as kafkajs's) was most of the Kafka source's CPU.
  *
  * Record batches of magic 2 only (Kafka 0.11's format; Kafka 4 writes and keeps nothing
  * else): an older message set is refused, naming its offset. Each batch's CRC32C is checked
- * (kafkajs checks none; a batch that fails it is refused, never read), and a log-append-time
+ * (a batch that fails it is refused, never read), and a log-append-time
  * batch gives every record the batch's time.
  */
 import { ExactlyError } from "@exactly/core";

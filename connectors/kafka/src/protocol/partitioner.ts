@@ -1,7 +1,7 @@
 /**
  * Kafka's default partitioner, client-neutral: a message with a key goes to
  * `murmur2(key) & 0x7fffffff` modulo the partition count, as Kafka's Java producer (and
- * kafkajs's DefaultPartitioner) place it, so one key lands in one partition whichever client
+ * most other clients) place it, so one key lands in one partition whichever client
  * wrote it; a message without a key goes round-robin. Keys are hashed as their UTF-8 bytes.
  */
 

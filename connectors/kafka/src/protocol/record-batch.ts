@@ -1,9 +1,8 @@
 /**
  * The body of a Produce request (versions 3 to 7, which share it) encoded into one buffer:
  * every partition's messages as one record batch (magic 2), its CRC32C over the batch once.
- * Client-neutral: any adapter sends it as the body of its Produce request. kafkajs 2.2.4
- * encodes the same bytes through an encoder object per record and per field, each growing
- * and copying a buffer of its own, with 64-bit arithmetic on objects for every varint; that
+ * Client-neutral: the adapter sends it as the body of its Produce request. A client's own
+ * encoder (an object per record and per field, 64-bit arithmetic on objects for every varint)
  * was most of the exactly-once sink's CPU time and garbage (docs/design.md §5).
  *
  * The records are the port's `KafkaMessage`s: a key, value or header value that is null or
@@ -30,6 +29,14 @@ export interface ProduceRequestBody {
   readonly producerId: string | number;
   readonly producerEpoch: number;
   readonly topicData: ReadonlyArray<{ readonly topic: string; readonly partitions: readonly PartitionRecords[] }>;
+  /** Each batch's records compressed with this codec (1 gzip, 2 snappy, 3 lz4, 4 zstd); none when absent. */
+  readonly compression?: BatchCompression;
+}
+
+/** A codec of Kafka's record batches: its id in the batch attributes, and the client's compressor. */
+export interface BatchCompression {
+  readonly codec: number;
+  readonly compress: (records: Buffer) => Buffer;
 }
 
 /** Bytes of a record batch before its records: baseOffset … records count. */
@@ -119,6 +126,11 @@ class Writer {
 
   constructor(size: number) {
     this.buffer = Buffer.allocUnsafe(size);
+  }
+
+  bytes(value: Buffer): void {
+    value.copy(this.buffer, this.offset);
+    this.offset += value.length;
   }
 
   int8(value: number): void {
@@ -313,18 +325,41 @@ function writeBatch(writer: Writer, plan: PartitionPlan, body: ProduceRequestBod
 }
 
 /**
+ * One partition's batch with its records compressed: written whole, then its records (what
+ * follows the batch header) compressed, the attributes given the codec, the length and the
+ * CRC32C made anew. Kafka compresses the records of a batch, never its header.
+ */
+function compressedBatch(plan: PartitionPlan, body: ProduceRequestBody, compression: BatchCompression): Buffer {
+  const plain = new Writer(plan.batchSize);
+  writeBatch(plain, plan, body);
+  const records = compression.compress(plain.buffer.subarray(BATCH_HEADER));
+  const batch = Buffer.allocUnsafe(BATCH_HEADER + records.length);
+  plain.buffer.copy(batch, 0, 0, BATCH_HEADER);
+  records.copy(batch, BATCH_HEADER);
+  batch.writeInt32BE(batch.length - 12, 8); // batchLength
+  batch.writeInt16BE(batch.readInt16BE(CRC_FROM) | compression.codec, CRC_FROM); // attributes
+  batch.writeUInt32BE(crc32c(batch.subarray(CRC_FROM)), CRC_AT);
+  return batch;
+}
+
+/**
  * The Produce request body (v3–v7) for `body`, in one buffer sized exactly before it is
  * written. Record timestamps default to `now`.
  */
 export function encodeProduceRequestBody(body: ProduceRequestBody, now: number = Date.now()): Buffer {
+  const compression = body.compression && body.compression.codec !== 0 ? body.compression : undefined;
   const topics = body.topicData.map((topic) => ({
     topic: topic.topic,
-    partitions: topic.partitions.map((data) => planPartition(data, now)),
+    partitions: topic.partitions.map((data) => {
+      const plan = planPartition(data, now);
+      const compressed = compression ? compressedBatch(plan, body, compression) : undefined;
+      return { plan, compressed, batchSize: compressed ? compressed.length : plan.batchSize };
+    }),
   }));
   let size = sizeOfString(body.transactionalId) + 2 + 4 + 4;
   for (const topic of topics) {
     size += sizeOfString(topic.topic) + 4;
-    for (const plan of topic.partitions) size += 4 + 4 + plan.batchSize;
+    for (const partition of topic.partitions) size += 4 + 4 + partition.batchSize;
   }
   const writer = new Writer(size);
   writer.string(body.transactionalId);
@@ -334,10 +369,11 @@ export function encodeProduceRequestBody(body: ProduceRequestBody, now: number =
   for (const topic of topics) {
     writer.string(topic.topic);
     writer.int32(topic.partitions.length);
-    for (const plan of topic.partitions) {
+    for (const { plan, compressed, batchSize } of topic.partitions) {
       writer.int32(plan.partition);
-      writer.int32(plan.batchSize); // the record set's size in bytes
-      writeBatch(writer, plan, body);
+      writer.int32(batchSize); // the record set's size in bytes
+      if (compressed) writer.bytes(compressed);
+      else writeBatch(writer, plan, body);
     }
   }
   if (writer.offset !== size) throw new Error(`Produce request encoded to ${writer.offset} bytes, sized ${size}`);

@@ -6,20 +6,13 @@
 import type { ConformanceDefinition, ConformanceRecord, ScenarioScope, SinkFactoryContext } from "@exactly/conformance";
 import { DeliveryGuarantee } from "@exactly/core";
 import { kafkaSink } from "../../src/index.ts";
-import { type KafkaAdapter, openKafkaConnection } from "../../src/open-connection.ts";
+import { openKafkaConnection } from "../../src/open-connection.ts";
 import { CommittedTail, createTopic, newKafka, partitionEnds, readCommitted } from "../helpers.ts";
 
 interface KafkaConformanceOptions {
   readonly brokers: string[];
   readonly guarantee: DeliveryGuarantee;
-  readonly adapter: KafkaAdapter;
 }
-
-/**
- * The client the sinks run on: the connector's default, or the one EXACTLY_KAFKA_ADAPTER names
- * (to run the same suite on each adapter).
- */
-const ADAPTER = (process.env.EXACTLY_KAFKA_ADAPTER ?? "kafkajs") as KafkaAdapter;
 
 const PARTITIONS = 3;
 /** Kafka aborts a transaction left open this long; the transaction-timeout scenario outlasts it. */
@@ -30,7 +23,6 @@ export const topicOf = (scope: ScenarioScope) => `conformance-${scope.id}`;
 export function createSink(context: SinkFactoryContext<KafkaConformanceOptions>) {
   return kafkaSink<ConformanceRecord>({
     brokers: context.options.brokers,
-    adapter: context.options.adapter,
     topic: topicOf(context.scope),
     guarantee: context.options.guarantee,
     transactionalIdPrefix: topicOf(context.scope),
@@ -49,15 +41,15 @@ export function kafkaDefinition(
   const tailOf = (scope: ScenarioScope) => {
     let tail = tails.get(scope.id);
     if (!tail) {
-      tail = new CommittedTail(kafka, topicOf(scope), PARTITIONS);
+      tail = new CommittedTail(topicOf(scope), PARTITIONS, brokers);
       tails.set(scope.id, tail);
     }
     return tail;
   };
   return {
-    name: `kafka sink (${guarantee})${ADAPTER === "kafkajs" ? "" : ` on ${ADAPTER}`}`,
+    name: `kafka sink (${guarantee})`,
     sinkModule: new URL(import.meta.url),
-    sinkOptions: { brokers, guarantee, adapter: ADAPTER },
+    sinkOptions: { brokers, guarantee },
     // Stated, so the suite checks that the sink built from these options declares it.
     guarantee,
     // The exactly-once sink extends TwoPhaseCommitSink, which states this; the at-least-once
@@ -80,11 +72,11 @@ export function kafkaDefinition(
     // runs go on, a reader that keeps its place; at the end, a fresh one from offset 0.
     readCommitted: async (scope, phase) =>
       phase === "ended"
-        ? (await readCommitted(kafka, topicOf(scope), PARTITIONS, { settle: true })).map(Number)
+        ? (await readCommitted(topicOf(scope), PARTITIONS, { settle: true, brokers })).map(Number)
         : (await tailOf(scope).read()).map(Number),
     async probeLingering(scope) {
       const lingering: string[] = [];
-      const connection = openKafkaConnection({ client: kafka });
+      const connection = openKafkaConnection({ brokers });
       try {
         await connection.connect();
         const open = (await connection.listTransactions(["Ongoing", "PrepareCommit", "PrepareAbort"])) ?? [];
@@ -95,7 +87,7 @@ export function kafkaDefinition(
       } finally {
         await connection.close();
       }
-      for (const end of await partitionEnds(kafka, topicOf(scope), PARTITIONS)) {
+      for (const end of await partitionEnds(topicOf(scope), PARTITIONS, brokers)) {
         if (end.lastStableOffset !== end.highWatermark) {
           lingering.push(
             `partition ${end.partition}: LSO ${end.lastStableOffset} < HWM ${end.highWatermark} blocks read_committed readers`,

@@ -1,7 +1,7 @@
 // Our Produce body encoder (src/protocol/record-batch.ts) without a broker: the bytes it writes
 // read back through another implementation of Kafka's format, @platformatic/kafka's public
 // Reader and readRecordsBatch, and its CRC32C checked with that library's crc32c.
-import { crc32c, Reader, readRecordsBatch } from "@platformatic/kafka";
+import { compressionsAlgorithms, crc32c, Reader, readRecordsBatch } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
 import { encodeProduceRequestBody } from "../../src/protocol/record-batch.ts";
 
@@ -138,4 +138,47 @@ describe("record batch bytes", () => {
     expect(batch.records.map((r) => r.value?.toString())).toEqual(["x"]);
     expect(batch.crc).toBe(crc32c(request.set.subarray(21)));
   });
+
+  it.each(["gzip", "snappy", "lz4", "zstd"] as const)(
+    "a %s batch: its records compressed after the header, the codec in its attributes, its CRC32C over the compressed bytes",
+    (codec) => {
+      const algorithm = compressionsAlgorithms[codec];
+      const messages = Array.from({ length: 200 }, (_, i) => ({
+        key: `key-${i % 7}`,
+        value: JSON.stringify({ id: i, pad: "x".repeat(i % 50) }),
+        timestamp: String(1_700_000_000_000 + i),
+        ...(i % 3 === 0 ? { headers: { h: `v${i}` } } : {}),
+      }));
+      const encode = (compression?: { codec: number; compress: (b: Buffer) => Buffer }) =>
+        encodeProduceRequestBody(
+          {
+            transactionalId: "t-1",
+            acks: -1,
+            timeout: 30_000,
+            producerId: "42",
+            producerEpoch: 3,
+            topicData: [{ topic: "t", partitions: [{ partition: 1, firstSequence: 5, messages }] }],
+            ...(compression ? { compression } : {}),
+          },
+          1_800_000_000_000,
+        );
+      const plain = firstRecordSet(encode()).set;
+      const request = firstRecordSet(
+        encode({ codec: algorithm.bitmask, compress: (records) => algorithm.compressSync(records) }),
+      );
+      expect(request.set.length, "compressed smaller than plain").toBeLessThan(plain.length);
+      // The header is the plain batch's but for its length, attributes and CRC.
+      expect(request.set.subarray(0, 8)).toEqual(plain.subarray(0, 8));
+      expect(request.set.subarray(23, 61)).toEqual(plain.subarray(23, 61));
+      const batch = readRecordsBatch(Reader.from(request.set));
+      expect(batch.attributes & 0x07).toBe(algorithm.bitmask);
+      expect(batch.attributes & 0x10).toBe(0x10);
+      expect(batch.length).toBe(request.set.length - 12);
+      expect(batch.crc).toBe(crc32c(request.set.subarray(21)));
+      expect(batch.firstSequence).toBe(5);
+      expect(batch.records.map((r) => [r.key?.toString(), r.value?.toString(), r.headers.length])).toEqual(
+        messages.map((m) => [m.key, m.value, m.headers ? 1 : 0]),
+      );
+    },
+  );
 });

@@ -1,0 +1,140 @@
+// SASL through the connector's options, against the broker's SCRAM-SHA-256 listener: a user
+// made for this test (AlterUserScramCredentials), an exactly-once job writing through it and
+// the source reading it back through it; the same user with a wrong password is refused, and
+// the refusal does not carry the password.
+
+import { pbkdf2Sync, randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
+import { kafkaBrokers, kafkaScramBrokers } from "@exactly/testkit/endpoints";
+import { idCounts, uniqueName } from "@exactly/testkit/ids";
+import { Admin, alterUserScramCredentialsV0 } from "@platformatic/kafka";
+import { describe, expect, it } from "vitest";
+import { MemorySink, MemoryStore } from "../../../packages/core/test/helpers.ts";
+import { type KafkaSaslOptions, KafkaSource, kafkaSink, valueAsString } from "../src/index.ts";
+import { openKafkaConnection } from "../src/open-connection.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
+
+const RECORDS = 5000;
+const PARTITIONS = 2;
+/** Kafka's ScramMechanism id of SCRAM-SHA-256. */
+const SCRAM_SHA_256 = 1;
+const ITERATIONS = 4096;
+
+/** Creates (or replaces) a SCRAM-SHA-256 user, through the plaintext listener. */
+async function createScramUser(username: string, password: string): Promise<void> {
+  const salt = randomBytes(16);
+  const saltedPassword = pbkdf2Sync(password, salt, ITERATIONS, 32, "sha256");
+  const admin = new Admin({ clientId: "exactly-auth-test", bootstrapBrokers: kafkaBrokers() });
+  try {
+    const [broker] = (await admin.connectToBrokers()).values();
+    if (!broker) throw new Error("no broker to create the SCRAM user on");
+    const answer = await alterUserScramCredentialsV0.api.async(
+      broker,
+      [],
+      [{ name: username, mechanism: SCRAM_SHA_256, iterations: ITERATIONS, salt, saltedPassword }],
+    );
+    const failed = answer.results.filter((r) => r.errorCode !== 0);
+    if (failed.length > 0) throw new Error(`AlterUserScramCredentials: ${JSON.stringify(failed)}`);
+  } finally {
+    await admin.close();
+  }
+}
+
+/** Waits until the new user can authenticate (the credential reaches the listener asynchronously). */
+async function untilAuthenticates(sasl: KafkaSaslOptions): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const connection = openKafkaConnection({ brokers: kafkaScramBrokers(), sasl });
+    try {
+      await connection.connect();
+      return;
+    } catch (error) {
+      if (attempt >= 40) throw error;
+      await sleep(250);
+    } finally {
+      await connection.close();
+    }
+  }
+}
+
+async function writeThrough(topic: string, sasl: KafkaSaslOptions): Promise<void> {
+  const job = new StreamJob({
+    name: uniqueName("kafka-auth-job"),
+    parallelism: 2,
+    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-auth-")), intervalMs: 100 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+    batchSize: 500,
+  });
+  job
+    .fromSource(new GeneratorSource({ count: RECORDS, splits: 2, ratePerSecond: 20_000, generate: (id) => ({ id }) }))
+    .sinkTo(
+      kafkaSink<{ id: number }>({
+        brokers: kafkaScramBrokers(),
+        sasl,
+        topic,
+        guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+        transactionalIdPrefix: uniqueName("auth"),
+        transactionTimeoutMs: 120_000,
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+      }),
+      { name: "kafka-out" },
+    );
+  await job.execute();
+}
+
+describe("SASL/SCRAM", () => {
+  it("an exactly-once job writes through a SCRAM-SHA-256 listener and the source reads it back through it; a wrong password is refused without showing it", async () => {
+    const username = uniqueName("scram-user");
+    const password = `pw-${randomBytes(12).toString("hex")}`;
+    await createScramUser(username, password);
+    const sasl: KafkaSaslOptions = { mechanism: "SCRAM-SHA-256", username, password };
+    await untilAuthenticates(sasl);
+
+    const topic = uniqueName("auth");
+    await createTopic(newKafka(kafkaBrokers()), topic, PARTITIONS);
+    await writeThrough(topic, sasl);
+    const report = exactlyOnceReport(idCounts(await readCommitted(topic, PARTITIONS)), RECORDS);
+    expect(report).toEqual({ lost: [], duplicated: [], phantom: [] });
+    for (const end of await partitionEnds(topic, PARTITIONS)) expect(end.lastStableOffset).toBe(end.highWatermark);
+
+    // The source, through the same listener and user.
+    const store = new MemoryStore();
+    const reader = new StreamJob({
+      name: uniqueName("kafka-auth-read"),
+      parallelism: 1,
+      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-auth-")), intervalMs: 100 },
+      restart: { maxRestarts: 0 },
+      logger: silentLogger,
+    });
+    reader
+      .fromSource(
+        new KafkaSource<string | null>({
+          brokers: kafkaScramBrokers(),
+          sasl,
+          topics: [topic],
+          stopAtLatest: true,
+          deserializer: valueAsString,
+        }),
+      )
+      .sinkTo(() => new MemorySink<string | null>(store), { name: "memory" });
+    await reader.execute();
+    expect(store.committed.length).toBe(RECORDS);
+
+    // The wrong password: the connection is refused, and nothing in the error shows a password.
+    const wrong = `wrong-${randomBytes(12).toString("hex")}`;
+    const refused = openKafkaConnection({ brokers: kafkaScramBrokers(), sasl: { ...sasl, password: wrong } });
+    const error = await refused.connect().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await refused.close();
+    expect(error, "a wrong password was accepted").toBeInstanceOf(Error);
+    const shown = JSON.stringify(error, Object.getOwnPropertyNames(error)) + String((error as Error).stack);
+    expect(shown).not.toContain(wrong);
+    expect(shown).not.toContain(password);
+  });
+});
