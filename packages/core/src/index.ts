@@ -12,22 +12,6 @@ export {
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,
 } from "./checkpoint/filesystem-checkpoint-storage.ts";
-// Connector plumbing that @exactly/core/internal holds, still exported here, deprecated.
-export {
-  type ClaimHolder,
-  type ClaimResult,
-  claimInProcess,
-  classifyFailure,
-  DEFAULT_MAX_RESTART_DELAY_MS,
-  errorChain,
-  IoTurns,
-  type JobOrigin,
-  originOf,
-  RestartBackoff,
-  type RestartDecision,
-  releaseInProcess,
-  transactionsInState,
-} from "./deprecated-root-names.ts";
 export {
   CancelledError,
   CheckpointStorageError,
