@@ -1,4 +1,4 @@
-export type { CheckpointConfig, CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
+export type { CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
 export type {
   CheckpointMetadata,
   CheckpointStorage,
@@ -23,7 +23,6 @@ export {
   JobFailedError,
   RecordProcessingError,
   RecordWriteError,
-  requirePositiveInteger,
   SinkNotOpenError,
   TransactionLostError,
   TransientError,
@@ -37,9 +36,8 @@ export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
 export type { Key } from "./operators/key-groups.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
-export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
-export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export type { Batch, RecordPosition } from "./records.ts";
 export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
 export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
 export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
@@ -56,30 +54,17 @@ export {
   structuredExchangeCodec,
 } from "./runtime/engine/exchange/exchange-codec.ts";
 export type { Execution } from "./runtime/engine/execution.ts";
-export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
 export type { JobIdentity } from "./runtime/engine/restore-identity.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
-export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
+export { ShardFencedError } from "./shards/checkpoint-head.ts";
 export { type ConditionalRecord, InvalidRecordError, type VersionedValue } from "./shards/conditional-record.ts";
-export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
 export type { LeaseHolderProcess } from "./shards/lease-holder.ts";
 export { LocationHeldError } from "./shards/location-owner.ts";
 export { type BaseCheckpoint, declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
-export {
-  type LeaseState,
-  ShardLease,
-  ShardLeaseLostError,
-  type ShardLeaseOptions,
-} from "./shards/shard-lease.ts";
+export { type LeaseState, ShardLeaseLostError, type ShardLeaseOptions } from "./shards/shard-lease.ts";
 export type { ShardOwnership } from "./shards/shard-owner.ts";
-export {
-  ownsKey,
-  parseShard,
-  type ShardSpec,
-  shardFromHostname,
-  shardOfProcess,
-} from "./shards/shard-spec.ts";
+export { ownsKey, type ShardSpec } from "./shards/shard-spec.ts";
 export { FlushingSink } from "./sinks/flushing-sink.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export type { LingeringContext } from "./sinks/lingering-context.ts";
@@ -88,7 +73,7 @@ export type {
   LingeringWorkFinder,
   StateReferences,
 } from "./sinks/lingering-work-finder.ts";
-export { type RetryOptions, withRetry } from "./sinks/retry.ts";
+export type { RetryOptions } from "./sinks/retry.ts";
 export {
   type PendingWork,
   type Sink,
