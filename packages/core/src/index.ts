@@ -1,3 +1,7 @@
+// `@exactly/core`: what a job, a source or a sink is written against, and nothing else. Each
+// name here is marked `@public` where it is declared; plumbing the connectors, the CLI and the
+// conformance suite share with the runtime is in `./internal.ts`, marked `@internal`, which the
+// API reference leaves out (TypeDoc's `excludeInternal`).
 export type { CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
 export type {
   CheckpointMetadata,

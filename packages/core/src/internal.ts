@@ -1,7 +1,9 @@
 /**
  * `@exactly/core/internal`: plumbing the built-in connectors, the conformance suite and the
  * CLI share with the runtime. Not for users: it carries no stability promise and is not part
- * of the API a pipeline or a custom sink is written against (that is `@exactly/core`).
+ * of the API a pipeline or a custom sink is written against (that is `@exactly/core`). Each
+ * name here is marked `@internal` where it is declared, and the API reference leaves such
+ * names out (TypeDoc's `excludeInternal`).
  */
 
 export type { CheckpointConfig } from "./checkpoint/checkpoint-coordinator.ts";
