@@ -255,6 +255,7 @@ export class StreamJob {
     return new DataStream<T>(this, stage, []);
   }
 
+  /** @internal The job's stages as the engine runs them; refuses a job without a sink, or too wide for its shards. */
   graph(): JobGraph {
     if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
     const shard = this.shard;
