@@ -2,11 +2,11 @@ import {
   type Batch,
   DeliveryGuarantee,
   FlushingSink,
-  ownsSubtaskIndex,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { ownsSubtaskIndex } from "@exactly/core/internal";
 import type { FileSinkOptions } from "./options.ts";
 import type { RecoverableWriter } from "./recoverable-writer.ts";
 import { RollingParts } from "./rolling-parts.ts";

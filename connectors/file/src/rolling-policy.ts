@@ -1,4 +1,4 @@
-import { requirePositiveInteger } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 
 /**
  * When a part file is closed. Every checkpoint closes all open parts (they are what the

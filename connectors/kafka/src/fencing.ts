@@ -1,4 +1,5 @@
-import { TransientError, withRetry } from "@exactly/core";
+import { TransientError } from "@exactly/core";
+import { withRetry } from "@exactly/core/internal";
 import type { KafkaConnection, TransactionHandle } from "./kafka-connection.ts";
 import { isRetriableKafkaError } from "./kafka-errors.ts";
 

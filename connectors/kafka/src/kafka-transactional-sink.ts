@@ -3,7 +3,6 @@ import {
   type CommitContext,
   ConfigurationError,
   DeliveryGuarantee,
-  errorChain,
   type LingeringContext,
   type RetryOptions,
   ShardFencedError,
@@ -16,6 +15,7 @@ import {
   type TwoPhaseCommitState,
 } from "@exactly/core";
 import { reachFault } from "@exactly/core/faults";
+import { errorChain } from "@exactly/core/internal";
 import { fence } from "./fencing.ts";
 import type { KafkaConnection, TransactionalProducer } from "./kafka-connection.ts";
 import { errorType, FENCED, isRetriableKafkaError, isTransientKafkaFailure } from "./kafka-errors.ts";

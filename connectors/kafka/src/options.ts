@@ -3,7 +3,8 @@
  * sink's transaction timeout against the job's timing (I7). The checks against the brokers
  * are in `startup-checks.ts`.
  */
-import { ConfigurationError, requirePositiveInteger } from "@exactly/core";
+import { ConfigurationError } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import type { KafkaHeaders } from "./kafka-connection.ts";
 import type { KafkaConnectionOptions } from "./open-connection.ts";
 

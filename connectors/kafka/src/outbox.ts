@@ -2,7 +2,7 @@
  * Batched sends, shared by every Kafka sink: records accumulate and go out as one
  * `sendBatch` per batch, a bounded number in flight, never a promise per record.
  */
-import { requirePositiveInteger } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import type { KafkaMessage, TopicMessages } from "./kafka-connection.ts";
 
 /** When a buffered batch is sent, and how many sends may await the broker at once. */

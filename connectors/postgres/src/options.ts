@@ -1,4 +1,5 @@
-import { ConfigurationError, type RetryOptions, requirePositiveInteger } from "@exactly/core";
+import { ConfigurationError, type RetryOptions } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import { FENCE_TABLE, MARKER_TABLE, PROGRESS_TABLE } from "./bookkeeping.ts";
 import { type DeadLetterOptions, DeadLetterTable } from "./dead-letters.ts";
 import type { PostgresConnectionOptions } from "./pg/pg-connection.ts";

@@ -5,13 +5,13 @@ import {
   fencedSubtaskIndexes,
   type LingeringContext,
   RecordWriteError,
-  requirePositiveInteger,
   type SinkCapabilities,
   SinkNotOpenError,
   type TransactionContext,
   TransactionLostError,
   TwoPhaseCommitSink,
 } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import { Bookkeeping } from "./bookkeeping.ts";
 import type { DeadLetterTable } from "./dead-letters.ts";
 import { SinkFences } from "./fences.ts";

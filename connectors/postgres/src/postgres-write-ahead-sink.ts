@@ -4,12 +4,11 @@ import {
   fencedSubtaskIndexes,
   GenericWriteAheadSink,
   type LoggedRecords,
-  ownsSubtaskIndex,
   RecordWriteError,
   type SinkCapabilities,
   type SinkContext,
 } from "@exactly/core";
-import { IoTurns } from "@exactly/core/internal";
+import { IoTurns, ownsSubtaskIndex } from "@exactly/core/internal";
 import { Bookkeeping } from "./bookkeeping.ts";
 import { type DeadLetterTable, encodingDeadLetter } from "./dead-letters.ts";
 import { SinkFences } from "./fences.ts";

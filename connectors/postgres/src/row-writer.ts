@@ -6,13 +6,8 @@
  * column and the SQLSTATE; with a dead-letter table, {@link writeRowsSettingAside} sets such
  * rows aside instead and writes the others.
  */
-import {
-  type ConfigurationError,
-  formatPosition,
-  type Logger,
-  type RecordPosition,
-  RecordWriteError,
-} from "@exactly/core";
+import { type ConfigurationError, type Logger, type RecordPosition, RecordWriteError } from "@exactly/core";
+import { formatPosition } from "@exactly/core/internal";
 import { parseCopyLine } from "./column-types.ts";
 import { type DeadLetter, type DeadLetterTable, isRowFault } from "./dead-letters.ts";
 import { RowRejectedError } from "./errors.ts";

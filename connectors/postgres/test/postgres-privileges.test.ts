@@ -11,7 +11,6 @@ import { join } from "node:path";
 import {
   type Batch,
   ConfigurationError,
-  classifyFailure,
   DeliveryGuarantee,
   FileSystemCheckpointStorage,
   GeneratorSource,
@@ -20,6 +19,7 @@ import {
   StreamJob,
   silentLogger,
 } from "@exactly/core";
+import { classifyFailure } from "@exactly/core/internal";
 import { pgUrl } from "@exactly/testkit/endpoints";
 import { uniqueName } from "@exactly/testkit/ids";
 import { sinkContext } from "@exactly/testkit/sink-context";

@@ -5,11 +5,11 @@ import {
   FlushingSink,
   fencedSubtaskIndexes,
   RecordWriteError,
-  requirePositiveInteger,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
 import { fencedError, raiseFences, UpsertFences } from "./fences.ts";
 import { ioredisConnect } from "./ioredis/ioredis-connection.ts";

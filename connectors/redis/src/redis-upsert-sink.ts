@@ -4,12 +4,12 @@ import {
   IdempotentSink,
   type RecordPosition,
   RecordWriteError,
-  requirePositiveInteger,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
   type Upsert,
 } from "@exactly/core";
+import { requirePositiveInteger } from "@exactly/core/internal";
 import { checkBulkLength, DEFAULT_MAX_BULK_BYTES, maxBulkBytesOf } from "./bulk-limit.ts";
 import { fencedError, raiseFences, UpsertFences } from "./fences.ts";
 import { InFlight } from "./in-flight.ts";

@@ -4,14 +4,13 @@ import {
   fencedSubtaskIndexes,
   GenericWriteAheadSink,
   type LoggedRecords,
-  ownsSubtaskIndex,
   RecordWriteError,
-  requirePositiveInteger,
   ShardFencedError,
   type SinkCapabilities,
   type SinkContext,
   SinkNotOpenError,
 } from "@exactly/core";
+import { ownsSubtaskIndex, requirePositiveInteger } from "@exactly/core/internal";
 import { ApplyCalls } from "./apply-calls.ts";
 import { maxBulkBytesOf } from "./bulk-limit.ts";
 import { fencedError, RESET_HINT, raiseFences } from "./fences.ts";

@@ -4,7 +4,8 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FileConditionalRecord, type ShardLayout } from "@exactly/core";
+import type { ShardLayout } from "@exactly/core";
+import { FileConditionalRecord } from "@exactly/core/internal";
 import { runExactly } from "@exactly/testkit/run-cli";
 import { afterEach, describe, expect, it, vi } from "vitest";
 

@@ -6,6 +6,7 @@ import { formatPosition } from "./records.ts";
  * branch on these (and the restart strategy classifies by them), never on message text. A
  * new error class of this repository adds its code here; a custom sink's own error may carry
  * a code of its own.
+ * @public
  */
 export type ErrorCode =
   // core (errors.ts)
@@ -47,12 +48,14 @@ export type ErrorCode =
 /**
  * A code outside {@link ErrorCode}, which a custom sink's error may carry. (`string & {}` keeps
  * the built-in codes offered as completions where a code is written.)
+ * @public
  */
 export type CustomErrorCode = string & {};
 
 /**
  * Base class of every error the runtime raises on purpose. Callers branch on
  * `code` (or `instanceof`), never on message text.
+ * @public
  */
 export class ExactlyError extends Error {
   readonly code: ErrorCode | CustomErrorCode;
@@ -68,7 +71,7 @@ export class ExactlyError extends Error {
   }
 }
 
-/** A setting that would lose data silently, or that cannot work. Names the setting. */
+/** A setting that would lose data silently, or that cannot work. Names the setting. @public */
 export class ConfigurationError extends ExactlyError {
   readonly setting: string;
   constructor(setting: string, message: string, options?: ErrorOptions) {
@@ -77,14 +80,14 @@ export class ConfigurationError extends ExactlyError {
   }
 }
 
-/** Returns `value` if it is a positive integer; otherwise refuses it, naming the setting. */
+/** Returns `value` if it is a positive integer; otherwise refuses it, naming the setting. @internal */
 export function requirePositiveInteger(setting: string, value: number): number {
   if (!Number.isInteger(value) || value < 1)
     throw new ConfigurationError(setting, `must be a positive integer, got ${value}`);
   return value;
 }
 
-/** A record could not be written; names where the record came from. */
+/** A record could not be written; names where the record came from. @public */
 export class RecordWriteError extends ExactlyError {
   readonly position: RecordPosition | undefined;
   constructor(position: RecordPosition | undefined, cause: unknown) {
@@ -97,6 +100,7 @@ export class RecordWriteError extends ExactlyError {
 /**
  * A pre-committed transaction can no longer be committed (for example it outlived the
  * external system's transaction timeout). Its data may be lost: this is never silent.
+ * @public
  */
 export class TransactionLostError extends ExactlyError {
   readonly checkpointId: number;
@@ -106,7 +110,7 @@ export class TransactionLostError extends ExactlyError {
   }
 }
 
-/** A commit failed for good after its retries; the job fails and recovery recommits. */
+/** A commit failed for good after its retries; the job fails and recovery recommits. @public */
 export class CommitFailedError extends ExactlyError {
   readonly checkpointId: number;
   constructor(checkpointId: number, cause: unknown) {
@@ -115,14 +119,17 @@ export class CommitFailedError extends ExactlyError {
   }
 }
 
-/** An error the sink says may pass if retried (timeouts, lost connections). */
+/** An error the sink says may pass if retried (timeouts, lost connections). @public */
 export class TransientError extends ExactlyError {
   constructor(message: string, options?: ErrorOptions) {
     super("TRANSIENT", message, options);
   }
 }
 
-/** The job failed for good: the failure is permanent, or repeated more often than its restart strategy allows. */
+/**
+ * The job failed for good: the failure is permanent, or repeated more often than its restart strategy allows.
+ * @public
+ */
 export class JobFailedError extends ExactlyError {
   readonly attempts: number;
   /** Why the restart strategy gave up. */
@@ -136,21 +143,21 @@ export class JobFailedError extends ExactlyError {
   }
 }
 
-/** Checkpoint data on disk is unreadable or inconsistent. */
+/** Checkpoint data on disk is unreadable or inconsistent. @public */
 export class CheckpointStorageError extends ExactlyError {
   constructor(message: string, options?: ErrorOptions) {
     super("CHECKPOINT_STORAGE", message, options);
   }
 }
 
-/** A sink's hook was called before `open` or after `close`: the runtime never does that. */
+/** A sink's hook was called before `open` or after `close`: the runtime never does that. @public */
 export class SinkNotOpenError extends ExactlyError {
   constructor(what = "sink") {
     super("SINK_NOT_OPEN", `${what} is not open`);
   }
 }
 
-/** The job was cancelled (another task failed, or the caller cancelled it). */
+/** The job was cancelled (another task failed, or the caller cancelled it). @public */
 export class CancelledError extends ExactlyError {
   constructor(message = "job cancelled") {
     super("CANCELLED", message);
@@ -162,7 +169,7 @@ export function describe(error: unknown): string {
   return String(error);
 }
 
-/** A user function (map, filter, process, …) threw on a record; names where it came from. */
+/** A user function (map, filter, process, …) threw on a record; names where it came from. @public */
 export class RecordProcessingError extends ExactlyError {
   readonly position: RecordPosition | undefined;
   readonly stage: string;

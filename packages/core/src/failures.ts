@@ -10,6 +10,12 @@
  */
 import { type ErrorCode, ExactlyError, TransientError } from "./errors.ts";
 
+/**
+ * How a failure is classified: `transient` may pass, so it is retried or restarted however often it
+ * repeats; `permanent` would repeat on a restart; `other` is restarted a bounded number of times
+ * without progress.
+ * @public
+ */
 export type FailureKind = "transient" | "permanent" | "other";
 
 const TRANSIENT_CODES = new Set(["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "EBUSY", "EAGAIN"]);
@@ -25,7 +31,7 @@ export function isLostShard(error: unknown): boolean {
   return errorChain(error).some((e) => e instanceof ExactlyError && STANDBY_CODES.has(e.code));
 }
 
-/** The default classification: our TransientError, a lost shard, or a network errno that may pass. */
+/** The default classification: our TransientError, a lost shard, or a network errno that may pass. @public */
 export function isTransientByDefault(error: unknown): boolean {
   if (error instanceof TransientError) return true;
   if (error instanceof ExactlyError && STANDBY_CODES.has(error.code)) return true;
@@ -42,7 +48,7 @@ const ALWAYS_PERMANENT: ReadonlySet<string> = new Set<ErrorCode>([
 /** Codes of failures that repeat on a restart unless their cause is transient (a record written while the server was down). */
 const PERMANENT_UNLESS_CAUSE_PASSES: ReadonlySet<string> = new Set<ErrorCode>(["RECORD_WRITE", "RECORD_PROCESSING"]);
 
-/** The error, its causes, and the errors an aggregate holds, outermost first. */
+/** The error, its causes, and the errors an aggregate holds, outermost first. @internal */
 export function errorChain(error: unknown): unknown[] {
   const chain: unknown[] = [];
   const visit = (e: unknown) => {
@@ -62,6 +68,7 @@ export function errorChain(error: unknown): unknown[] {
  * Classifies a failure: `isTransient` are the classifiers of the job's sinks, sources and
  * checkpoint storage, which know their clients' errors (a kafkajs connection error, a
  * Postgres admin shutdown, Redis LOADING); each is asked about every error of the chain.
+ * @internal
  */
 export function classifyFailure(
   error: unknown,

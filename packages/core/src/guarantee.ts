@@ -1,4 +1,4 @@
-/** What a sink promises about each input record's effect on the external system. */
+/** What a sink promises about each input record's effect on the external system. @public */
 export const DeliveryGuarantee = {
   EXACTLY_ONCE: "EXACTLY_ONCE",
   AT_LEAST_ONCE: "AT_LEAST_ONCE",
@@ -9,6 +9,7 @@ export type DeliveryGuarantee = (typeof DeliveryGuarantee)[keyof typeof Delivery
 /**
  * What a sink supports. Every flag defaults to the safe answer (false); the runtime and the
  * conformance suite read these declarations instead of guessing.
+ * @public
  */
 export interface SinkCapabilities {
   /** Restored state may be spread over a different number of subtasks. */

@@ -1,4 +1,8 @@
-export type { CheckpointConfig, CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
+// `@exactly/core`: what a job, a source or a sink is written against, and nothing else. Each
+// name here is marked `@public` where it is declared; plumbing the connectors, the CLI and the
+// conformance suite share with the runtime is in `./internal.ts`, marked `@internal`, which the
+// API reference leaves out (TypeDoc's `excludeInternal`).
+export type { CheckpointListener } from "./checkpoint/checkpoint-coordinator.ts";
 export type {
   CheckpointMetadata,
   CheckpointStorage,
@@ -12,22 +16,6 @@ export {
   FileSystemCheckpointStorage,
   type FileSystemCheckpointStorageOptions,
 } from "./checkpoint/filesystem-checkpoint-storage.ts";
-// Connector plumbing that @exactly/core/internal holds, still exported here, deprecated.
-export {
-  type ClaimHolder,
-  type ClaimResult,
-  claimInProcess,
-  classifyFailure,
-  DEFAULT_MAX_RESTART_DELAY_MS,
-  errorChain,
-  IoTurns,
-  type JobOrigin,
-  originOf,
-  RestartBackoff,
-  type RestartDecision,
-  releaseInProcess,
-  transactionsInState,
-} from "./deprecated-root-names.ts";
 export {
   CancelledError,
   CheckpointStorageError,
@@ -39,7 +27,6 @@ export {
   JobFailedError,
   RecordProcessingError,
   RecordWriteError,
-  requirePositiveInteger,
   SinkNotOpenError,
   TransactionLostError,
   TransientError,
@@ -53,9 +40,8 @@ export { consoleLogger, type Logger, silentLogger } from "./logger.ts";
 export { type CheckpointResult, type JobMetrics, noMetrics, type TaskLabels } from "./metrics.ts";
 export type { Key } from "./operators/key-groups.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
-export type { KeyedStateSnapshot } from "./operators/keyed-state.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
-export { type Batch, formatPosition, type RecordPosition, type StreamElement } from "./records.ts";
+export type { Batch, RecordPosition } from "./records.ts";
 export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
 export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
 export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
@@ -72,30 +58,17 @@ export {
   structuredExchangeCodec,
 } from "./runtime/engine/exchange/exchange-codec.ts";
 export type { Execution } from "./runtime/engine/execution.ts";
-export { ownsSubtaskIndex } from "./runtime/engine/restore-assignment.ts";
 export type { JobIdentity } from "./runtime/engine/restore-identity.ts";
 export type { JobClient, JobEvents, JobResult } from "./runtime/runner/job-runner.ts";
 export type { RestartStrategy } from "./runtime/runner/restart-strategy.ts";
-export { CheckpointHead, type HeadState, ShardFencedError } from "./shards/checkpoint-head.ts";
+export { ShardFencedError } from "./shards/checkpoint-head.ts";
 export { type ConditionalRecord, InvalidRecordError, type VersionedValue } from "./shards/conditional-record.ts";
-export { FileConditionalRecord } from "./shards/file-conditional-record.ts";
 export type { LeaseHolderProcess } from "./shards/lease-holder.ts";
 export { LocationHeldError } from "./shards/location-owner.ts";
 export { type BaseCheckpoint, declareRescale, type ShardLayout } from "./shards/shard-layout.ts";
-export {
-  type LeaseState,
-  ShardLease,
-  ShardLeaseLostError,
-  type ShardLeaseOptions,
-} from "./shards/shard-lease.ts";
+export { type LeaseState, ShardLeaseLostError, type ShardLeaseOptions } from "./shards/shard-lease.ts";
 export type { ShardOwnership } from "./shards/shard-owner.ts";
-export {
-  ownsKey,
-  parseShard,
-  type ShardSpec,
-  shardFromHostname,
-  shardOfProcess,
-} from "./shards/shard-spec.ts";
+export { ownsKey, type ShardSpec } from "./shards/shard-spec.ts";
 export { FlushingSink } from "./sinks/flushing-sink.ts";
 export { IdempotentSink, type IdempotentSinkOptions, type Upsert } from "./sinks/idempotent-sink.ts";
 export type { LingeringContext } from "./sinks/lingering-context.ts";
@@ -104,7 +77,7 @@ export type {
   LingeringWorkFinder,
   StateReferences,
 } from "./sinks/lingering-work-finder.ts";
-export { type RetryOptions, withRetry } from "./sinks/retry.ts";
+export type { RetryOptions } from "./sinks/retry.ts";
 export {
   type PendingWork,
   type Sink,

@@ -1,12 +1,12 @@
 import type { FailureKind } from "./failures.ts";
 
-/** Which subtask of which stage a figure belongs to (for a sink, the stage id is the sink's id). */
+/** Which subtask of which stage a figure belongs to (for a sink, the stage id is the sink's id). @public */
 export interface TaskLabels {
   readonly stage: string;
   readonly subtask: number;
 }
 
-/** How a checkpoint ended: completed, declined (timeout, a task's decline) or failed (storage). */
+/** How a checkpoint ended: completed, declined (timeout, a task's decline) or failed (storage). @public */
 export type CheckpointResult = "completed" | "declined" | "failed";
 
 /**
@@ -14,6 +14,7 @@ export type CheckpointResult = "completed" | "declined" | "failed";
  * Prometheus one) keeps the series. Calls come per batch, per checkpoint or per restart,
  * never per record, so an implementation may be plain counters. Figures of one run add up
  * across restarts: a new attempt reports from zero and the exporter keeps adding.
+ * @public
  */
 export interface JobMetrics {
   /** Records a subtask of an operator or sink stage took in. */
@@ -35,7 +36,7 @@ export interface JobMetrics {
   restarted(kind: FailureKind): void;
 }
 
-/** Reports nothing: the default. */
+/** Reports nothing: the default. @public */
 export const noMetrics: JobMetrics = {
   recordsIn() {},
   recordsOut() {},

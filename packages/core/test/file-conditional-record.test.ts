@@ -4,7 +4,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { conditionalRecordSuite } from "@exactly/testkit/conditional-record-suite";
-import { FileConditionalRecord } from "../src/index.ts";
+import { FileConditionalRecord } from "../src/internal.ts";
 
 const base = mkdtempSync(join(tmpdir(), "exactly-file-record-"));
 

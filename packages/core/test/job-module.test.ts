@@ -1,16 +1,8 @@
 // A job defined in a module: loadJob builds it from the module's export and remembers where
 // it came from (what a worker thread will import again); wrong exports are named.
 import { describe, expect, it } from "vitest";
-import {
-  ConfigurationError,
-  claimInProcess,
-  GeneratorSource,
-  loadJob,
-  originOf,
-  releaseInProcess,
-  StreamJob,
-  silentLogger,
-} from "../src/index.ts";
+import { ConfigurationError, GeneratorSource, loadJob, StreamJob, silentLogger } from "../src/index.ts";
+import { claimInProcess, originOf, releaseInProcess } from "../src/internal.ts";
 import { store } from "./fixtures/job-modules.ts";
 import { MemorySink } from "./helpers.ts";
 

@@ -10,9 +10,8 @@ import {
   CheckpointStorageError,
   ConfigurationError,
   FileSystemCheckpointStorage,
-  type HeadState,
 } from "../src/index.ts";
-import { readLocationCheckpoints } from "../src/internal.ts";
+import { type HeadState, readLocationCheckpoints } from "../src/internal.ts";
 import { tempDir } from "./helpers.ts";
 
 async function checkpoint(storage: CheckpointStorage, checkpointId: number, extra: Partial<CheckpointMetadata> = {}) {

@@ -6,19 +6,18 @@ import { describe, expect, it } from "vitest";
 import {
   type CheckpointStorage,
   ConfigurationError,
-  FileConditionalRecord,
   FileSystemCheckpointStorage,
   GeneratorSource,
   type JobClient,
   type LeaseState,
   type Logger,
-  ShardLease,
   ShardLeaseLostError,
   type ShardSpec,
   StreamJob,
   type StreamJobOptions,
   silentLogger,
 } from "../src/index.ts";
+import { FileConditionalRecord, ShardLease } from "../src/internal.ts";
 import { LocationOwner } from "../src/shards/location-owner.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 

@@ -3,16 +3,15 @@ import {
   ArraySource,
   CommitFailedError,
   ConfigurationError,
-  classifyFailure,
   ExactlyError,
   JobFailedError,
   RecordWriteError,
-  RestartBackoff,
   StreamJob,
   silentLogger,
   TransactionLostError,
   TransientError,
 } from "../src/index.ts";
+import { classifyFailure, RestartBackoff } from "../src/internal.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 const refused = () => Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:9092"), { code: "ECONNREFUSED" });

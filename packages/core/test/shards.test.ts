@@ -5,27 +5,23 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
-  CheckpointHead,
   ConfigurationError,
   declareRescale,
   ExactlyError,
-  FileConditionalRecord,
   FileSystemCheckpointStorage,
   GeneratorSource,
-  type HeadState,
   JobFailedError,
   type LeaseState,
   ownsKey,
   RecordProcessingError,
   ShardFencedError,
-  ShardLease,
   ShardLeaseLostError,
   type ShardSpec,
   StreamJob,
-  shardOfProcess,
   silentLogger,
   splitPerKey,
 } from "../src/index.ts";
+import { CheckpointHead, FileConditionalRecord, type HeadState, ShardLease, shardOfProcess } from "../src/internal.ts";
 import { MemorySink, MemoryStore, tempDir } from "./helpers.ts";
 
 const MAX_PARALLELISM = 128;

@@ -18,9 +18,8 @@ import {
   StreamJob,
   silentLogger,
   TransientError,
-  withRetry,
 } from "../src/index.ts";
-import { ShardCheckpointStorage } from "../src/internal.ts";
+import { ShardCheckpointStorage, withRetry } from "../src/internal.ts";
 import { MemorySink, MemoryStore, sinkContextOnDisk, tempDir } from "./helpers.ts";
 
 /** A fence store in a map, as a sink keeps it in its own store: `<index>` to epoch. */

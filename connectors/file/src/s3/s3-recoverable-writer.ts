@@ -12,9 +12,9 @@ import {
   type S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { type CheckpointStorage, ConfigurationError, requirePositiveInteger, TransientError } from "@exactly/core";
+import { type CheckpointStorage, ConfigurationError, TransientError } from "@exactly/core";
 import { reachFault } from "@exactly/core/faults";
-import { writeAll } from "@exactly/core/internal";
+import { requirePositiveInteger, writeAll } from "@exactly/core/internal";
 import { UnsafeBucketPathError } from "../bucket-assigner.ts";
 import { LineBuffer } from "../line-buffer.ts";
 import {

@@ -26,8 +26,8 @@ import {
   type Sink,
   StreamJob,
   silentLogger,
-  withRetry,
 } from "@exactly/core";
+import { withRetry } from "@exactly/core/internal";
 import { describe, expect, it } from "vitest";
 import { PartExistsError, PartLostError, UnsafeBucketPathError } from "../../src/index.ts";
 import { MIN_PART_BYTES, S3RecoverableWriter, s3FileSink } from "../../src/s3/index.ts";

@@ -11,10 +11,10 @@ import {
   type CheckpointStorage,
   ConfigurationError,
   FileSystemCheckpointStorage,
-  type HeadState,
   type InspectedCheckpoint,
   type LeaseState,
 } from "@exactly/core";
+import type { HeadState } from "@exactly/core/internal";
 import { DEMO_CHECKPOINT_DIR } from "../demo-checkpoints.ts";
 import { loadS3Connector, s3ConnectionFromEnv, withS3CredentialsHint } from "../s3-connection.ts";
 import { addressOf, checkAnyServer } from "../server-check.ts";

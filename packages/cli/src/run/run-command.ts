@@ -6,7 +6,8 @@
  */
 import { hostname } from "node:os";
 import { resolve } from "node:path";
-import { ConfigurationError, consoleLogger, type Logger, loadJob, noMetrics, shardOfProcess } from "@exactly/core";
+import { ConfigurationError, consoleLogger, type Logger, loadJob, noMetrics } from "@exactly/core";
+import { shardOfProcess } from "@exactly/core/internal";
 import { SingleBar } from "cli-progress";
 import { PrometheusMetrics, serveMetrics } from "../metrics/prometheus-metrics.ts";
 import { jsonLogger } from "./json-logger.ts";

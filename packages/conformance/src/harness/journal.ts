@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ownsSubtaskIndex } from "@exactly/core";
+import { ownsSubtaskIndex } from "@exactly/core/internal";
 import type { ScenarioScope } from "../definition.ts";
 import { type Hook, JOURNAL, type JournalEntry, LANES } from "./child-protocol.ts";
 

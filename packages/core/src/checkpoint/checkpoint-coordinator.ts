@@ -25,6 +25,7 @@ import type { CheckpointMetadata, CheckpointStorage, StoredTaskState } from "./c
  * Records written between barriers reach the sink through `writeBatch` (fault point `mid-write`).
  * On worker threads (runtime/engine/threads/), steps 1, 5 and 6 reach each worker's task group as
  * messages and step 3's acknowledgements come back as messages; the rest is unchanged.
+ * @internal
  */
 export interface CheckpointConfig {
   /** Time between the start of two checkpoints. */
@@ -35,6 +36,11 @@ export interface CheckpointConfig {
   readonly minPauseMs: number;
 }
 
+/**
+ * Called as checkpoints complete, are committed by every sink, or are declined ({@link JobEvents}
+ * has these too).
+ * @public
+ */
 export interface CheckpointListener {
   onComplete?(checkpointId: number, info: { durationMs: number; final: boolean }): void;
   /** Every sink has committed checkpoint `checkpointId`; `durationMs` counts from its completion. */

@@ -6,10 +6,12 @@
 import { CheckpointStorageError } from "../errors.ts";
 import type { CheckpointMetadata, InspectedCheckpoint, RestoredCheckpoint } from "./checkpoint-storage.ts";
 
+/** @internal */
 export const METADATA = "_metadata";
-/** Written into a complete checkpoint's folder once every sink committed it (`markCommitted`). */
+/** Written into a complete checkpoint's folder once every sink committed it (`markCommitted`). @internal */
 export const COMMITTED = "_committed";
 
+/** @internal */
 export interface CheckpointFolders {
   /** Ids of the folders that exist, ascending. */
   ids(): Promise<number[]>;
@@ -19,7 +21,7 @@ export interface CheckpointFolders {
   deleteCheckpoint(checkpointId: number): Promise<void>;
 }
 
-/** A checkpoint's metadata, or undefined while it is incomplete. */
+/** A checkpoint's metadata, or undefined while it is incomplete. @internal */
 export async function readMetadata(
   folders: CheckpointFolders,
   checkpointId: number,
@@ -33,6 +35,7 @@ export async function readMetadata(
   }
 }
 
+/** @internal */
 export async function listCompleted(folders: CheckpointFolders): Promise<CheckpointMetadata[]> {
   const result: CheckpointMetadata[] = [];
   for (const checkpointId of await folders.ids()) {
@@ -42,7 +45,7 @@ export async function listCompleted(folders: CheckpointFolders): Promise<Checkpo
   return result;
 }
 
-/** The newest checkpoint with metadata, with every task state it lists (all must be readable). */
+/** The newest checkpoint with metadata, with every task state it lists (all must be readable). @internal */
 export async function loadLatest(folders: CheckpointFolders): Promise<RestoredCheckpoint | undefined> {
   const ids = await folders.ids();
   for (let i = ids.length - 1; i >= 0; i--) {
@@ -52,7 +55,7 @@ export async function loadLatest(folders: CheckpointFolders): Promise<RestoredCh
   return undefined;
 }
 
-/** One checkpoint with every task state it lists; undefined if it has no metadata. */
+/** One checkpoint with every task state it lists; undefined if it has no metadata. @internal */
 export async function loadCheckpoint(
   folders: CheckpointFolders,
   checkpointId: number,
@@ -74,7 +77,7 @@ export async function loadCheckpoint(
   return { metadata, states };
 }
 
-/** Every folder, oldest first, with the states of complete ones; reads only. */
+/** Every folder, oldest first, with the states of complete ones; reads only. @internal */
 export async function inspectFolders(folders: CheckpointFolders): Promise<InspectedCheckpoint[]> {
   const result: InspectedCheckpoint[] = [];
   for (const checkpointId of await folders.ids()) {
@@ -96,6 +99,7 @@ export async function inspectFolders(folders: CheckpointFolders): Promise<Inspec
 /**
  * Keeps the `retained` newest complete checkpoints up to `latest` and removes older ones,
  * and incomplete folders older than `latest`; folders above `latest` may be in flight.
+ * @internal
  */
 export async function applyRetention(folders: CheckpointFolders, latest: number, retained: number): Promise<void> {
   const ids = await folders.ids();

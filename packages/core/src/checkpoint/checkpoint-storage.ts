@@ -5,6 +5,11 @@
 import type { ConditionalRecord } from "../shards/conditional-record.ts";
 import type { ShardSpec } from "../shards/shard-spec.ts";
 
+/**
+ * What a complete checkpoint records, written last and atomically: who took it, each stage's
+ * parallelism, and the handle of each task's state.
+ * @public
+ */
 export interface CheckpointMetadata {
   readonly checkpointId: number;
   readonly timestamp: number;
@@ -34,7 +39,7 @@ export interface CheckpointMetadata {
   readonly generation?: number;
 }
 
-/** One checkpoint folder as `exactly inspect` shows it: complete (with metadata) or not. */
+/** One checkpoint folder as `exactly inspect` shows it: complete (with metadata) or not. @public */
 export interface InspectedCheckpoint {
   readonly checkpointId: number;
   /** Undefined while (or because) the checkpoint never completed. */
@@ -49,6 +54,7 @@ export interface InspectedCheckpoint {
   readonly committed: boolean;
 }
 
+/** A complete checkpoint as a restart loads it: its metadata and each task's state. @public */
 export interface RestoredCheckpoint {
   readonly metadata: CheckpointMetadata;
   /** Task key → the state that task acknowledged. */
@@ -60,7 +66,7 @@ export interface RestoredCheckpoint {
   readonly renamed?: Readonly<Record<string, string>>;
 }
 
-/** An append-only log of one sink subtask's records for one checkpoint (write-ahead sinks). */
+/** An append-only log of one sink subtask's records for one checkpoint (write-ahead sinks). @public */
 export interface LogStore {
   /**
    * Adds lines to a log. A store may gather appends and write them behind (the file system's
@@ -80,12 +86,17 @@ export interface LogStore {
   close?(): Promise<void>;
 }
 
-/** A task state written: the handle the metadata lists, and the bytes it took. */
+/** A task state written: the handle the metadata lists, and the bytes it took. @public */
 export interface StoredTaskState {
   readonly handle: string;
   readonly bytes: number;
 }
 
+/**
+ * Where a job's checkpoints are kept, durably: {@link FileSystemCheckpointStorage}, or a storage of
+ * a connector's (the file connector's `S3CheckpointStorage`) or of your own.
+ * @public
+ */
 export interface CheckpointStorage {
   /** Highest checkpoint id ever started, so ids never repeat across restarts. */
   highestCheckpointId(): Promise<number>;

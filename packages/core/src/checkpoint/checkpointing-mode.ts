@@ -13,6 +13,7 @@ import { ConfigurationError } from "../errors.ts";
  *   guarantee refuses to start in such a job.
  *
  * With one input per task (a job of forward edges only) both modes behave the same.
+ * @public
  */
 export type CheckpointingMode = "exactly-once" | "at-least-once";
 

@@ -26,6 +26,7 @@ import type {
 
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 
+/** Options of {@link FileSystemCheckpointStorage}. @public */
 export interface FileSystemCheckpointStorageOptions {
   /** How many completed checkpoints to keep; older ones are deleted. Default 3. */
   readonly retained?: number;
@@ -35,6 +36,7 @@ export interface FileSystemCheckpointStorageOptions {
  * Checkpoints as directories `chk-<id>/` holding one state file a task and a `_metadata`
  * file written last, atomically (temp file, fsync, rename, fsync dir). A crash while
  * writing checkpoint n leaves n without metadata, so n−1 stays the one recovery loads.
+ * @public
  */
 export class FileSystemCheckpointStorage implements CheckpointStorage {
   readonly directory: string;

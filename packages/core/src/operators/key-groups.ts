@@ -2,6 +2,7 @@
  * Keyed state is stored by key group (hash(key) mod maxParallelism) and key groups are
  * assigned to subtasks in contiguous ranges, as in Flink, so a change of parallelism moves
  * whole key groups and never needs to rehash state.
+ * @public
  */
 export type Key = string | number;
 
@@ -18,6 +19,7 @@ const digits = new Uint8Array(16);
  * finalizer for spread. An integer key is hashed from its digits as they are computed, with
  * the same result as over `n${key}`: every record of a keyed stream is hashed, and making
  * that string was an allocation a record.
+ * @internal
  */
 export function hashKey(key: Key): number {
   let h = FNV_OFFSET;
@@ -47,6 +49,7 @@ export function hashKey(key: Key): number {
   return h >>> 0;
 }
 
+/** @internal */
 export function keyGroupOf(key: Key, maxParallelism: number): number {
   return hashKey(key) % maxParallelism;
 }
@@ -92,7 +95,7 @@ export function subtaskForKeyGroup(keyGroup: number, maxParallelism: number, par
   return Math.floor((keyGroup * parallelism) / maxParallelism);
 }
 
-/** The inclusive range of key groups subtask `index` owns. */
+/** The inclusive range of key groups subtask `index` owns. @internal */
 export function keyGroupRange(
   index: number,
   parallelism: number,

@@ -4,13 +4,18 @@ import type { Key } from "./key-groups.ts";
 import { KeyedStateStore } from "./keyed-state.ts";
 import type { Collector, KeyedOperator, KeyedOperatorContext } from "./operator.ts";
 
-/** The value state of the current key, as Flink's ValueState. */
+/** The value state of the current key, as Flink's ValueState. @public */
 export interface ValueState<S> {
   value(): S | undefined;
   update(value: S): void;
   clear(): void;
 }
 
+/**
+ * What a {@link KeyedProcessFunction} gets with each record: its key, event time and source
+ * position, the key's state, and `emit`.
+ * @public
+ */
 export interface KeyedProcessContext<K extends Key, OUT, S> {
   readonly key: K;
   /** The record's event time, if a watermark strategy assigned one. */
@@ -23,6 +28,7 @@ export interface KeyedProcessContext<K extends Key, OUT, S> {
 /**
  * The function of a keyed `process` stage. Its state is checkpointed (it must be
  * JSON-serializable) and restored identically after a crash or a change of parallelism.
+ * @public
  */
 export interface KeyedProcessFunction<K extends Key, IN, OUT, S> {
   processElement(value: IN, context: KeyedProcessContext<K, OUT, S>): void;

@@ -1,6 +1,6 @@
 import { type Key, KeyGroupAssigner } from "./key-groups.ts";
 
-/** Snapshot of keyed state: key group → entries. JSON-serializable. */
+/** Snapshot of keyed state: key group → entries. JSON-serializable. @internal */
 export interface KeyedStateSnapshot {
   readonly groups: Record<string, Array<[Key, unknown]>>;
 }

@@ -4,7 +4,7 @@ import type { Key } from "./key-groups.ts";
 import { KeyedStateStore } from "./keyed-state.ts";
 import type { Collector, KeyedOperator, KeyedOperatorContext } from "./operator.ts";
 
-/** Tumbling event-time windows `[start, start + size)`, aligned to the epoch plus `offset`. */
+/** Tumbling event-time windows `[start, start + size)`, aligned to the epoch plus `offset`. @public */
 export class TumblingEventTimeWindows {
   readonly sizeMs: number;
   readonly offsetMs: number;
@@ -25,13 +25,18 @@ export class TumblingEventTimeWindows {
   }
 }
 
+/**
+ * Folds the records of one key and window into one result (Flink's `AggregateFunction`), through an
+ * accumulator.
+ * @public
+ */
 export interface AggregateFunction<IN, ACC, OUT> {
   createAccumulator(): ACC;
   add(value: IN, accumulator: ACC): ACC;
   getResult(accumulator: ACC): OUT;
 }
 
-/** What a window stage emits: one result a key and window. */
+/** What a window stage emits: one result a key and window. @public */
 export interface WindowResult<K extends Key, R> {
   readonly key: K;
   readonly start: number;

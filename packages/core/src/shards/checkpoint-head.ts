@@ -9,7 +9,7 @@ import { ExactlyError } from "../errors.ts";
 import { type ConditionalRecord, describeRecord, type VersionedValue } from "./conditional-record.ts";
 import { requireEpoch } from "./shard-lease.ts";
 
-/** What the head record holds. */
+/** What the head record holds. @internal */
 export interface HeadState {
   /** The epoch of the newest owner; only it may move `latest`. */
   readonly epoch: number;
@@ -17,7 +17,7 @@ export interface HeadState {
   readonly latest?: { readonly checkpointId: number; readonly epoch: number };
 }
 
-/** An owner whose epoch is no longer the shard's newest tried to act as its owner. */
+/** An owner whose epoch is no longer the shard's newest tried to act as its owner. @public */
 export class ShardFencedError extends ExactlyError {
   readonly epoch: number;
   constructor(epoch: number, message: string) {
@@ -26,6 +26,7 @@ export class ShardFencedError extends ExactlyError {
   }
 }
 
+/** @internal */
 export class CheckpointHead {
   private readonly record: ConditionalRecord<HeadState>;
   private epoch: number | undefined;

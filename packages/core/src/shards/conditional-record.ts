@@ -7,13 +7,19 @@
  */
 import { ExactlyError } from "../errors.ts";
 
-/** A record as read: its value and the version a replacement must name. */
+/** A record as read: its value and the version a replacement must name. @public */
 export interface VersionedValue<T> {
   readonly value: T;
   /** Opaque to callers (an ETag, a row version, a file sequence number). */
   readonly version: string;
 }
 
+/**
+ * A record replaced only if unchanged since it was read, which a shard's lease and checkpoint head
+ * rest on. A checkpoint storage that can hold a sharded job's checkpoints gives one
+ * (`CheckpointStorage.record`); a job's lease may live in another (`ShardLeaseSettings.record`).
+ * @public
+ */
 export interface ConditionalRecord<T> {
   /** What the record holds now, or undefined when it was never written. */
   read(): Promise<VersionedValue<T> | undefined>;
@@ -41,6 +47,7 @@ export function describeRecord(record: ConditionalRecord<unknown>, fallback: str
  * A record holds what exactly never writes (an epoch that is not a whole number, one no owner
  * can follow): it was edited by hand, or by something else. Never retried: the next attempt
  * would read the same.
+ * @public
  */
 export class InvalidRecordError extends ExactlyError {
   override readonly permanent = true;

@@ -14,6 +14,7 @@ const VERSION_FILE = /^(\d+)\.json$/;
 /** Versions kept behind the newest, so a reader that listed just before a write still finds its file. */
 const KEPT = 8;
 
+/** @internal */
 export class FileConditionalRecord<T> implements ConditionalRecord<T> {
   readonly directory: string;
 

@@ -8,7 +8,7 @@ import type { CheckpointStorage } from "../checkpoint/checkpoint-storage.ts";
 import type { ShardLease, ShardLeaseLostError } from "./shard-lease.ts";
 import type { ShardSpec } from "./shard-spec.ts";
 
-/** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). */
+/** Who owns the shard an attempt runs: sinks get it to fence their writes (SinkContext.ownership). @public */
 export interface ShardOwnership {
   readonly shard: ShardSpec;
   readonly epoch: number;

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, readlink } from "node:fs/promises";
 import { isNotFound } from "../util/durable-fs.ts";
 
-/** What a lease record says of the process holding it. */
+/** What a lease record says of the process holding it. @public */
 export interface LeaseHolderProcess {
   /** The kernel's boot id and the PID namespace: process ids compare only where both are equal. Absent where the system does not say. */
   readonly machine?: string;
@@ -34,7 +34,10 @@ function thisMachine(): Promise<string | undefined> {
   return machine;
 }
 
-/** Whether a holder of this machine that is gone can be told (Linux); elsewhere every successor waits the lease out. */
+/**
+ * Whether a holder of this machine that is gone can be told (Linux); elsewhere every successor waits the lease out.
+ * @internal
+ */
 export async function canTellGoneHolders(): Promise<boolean> {
   return (await thisMachine()) !== undefined;
 }

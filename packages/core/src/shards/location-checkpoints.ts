@@ -14,7 +14,7 @@ import { EPOCH_SCOPE } from "./shard-checkpoint-storage.ts";
 import type { BaseCheckpoint, ShardLayout } from "./shard-layout.ts";
 import { SHARD_SCOPE } from "./shard-spec.ts";
 
-/** One checkpoint of the location, and where in it it is. */
+/** One checkpoint of the location, and where in it it is. @internal */
 export interface LocationCheckpoint extends InspectedCheckpoint {
   /** The shard whose folder holds it; undefined for the job's unsharded checkpoints at the root. */
   readonly shard: number | undefined;
@@ -22,6 +22,7 @@ export interface LocationCheckpoint extends InspectedCheckpoint {
   readonly epoch: number | undefined;
 }
 
+/** @internal */
 export interface LocationCheckpoints {
   /** The shard folders found, ascending; empty for a job that was never sharded. */
   readonly shards: readonly number[];
@@ -40,6 +41,7 @@ type Readable = CheckpointStorage & Required<Pick<CheckpointStorage, "inspect">>
  * epoch folder or a checkpoint's folder. Throws {@link CheckpointStorageError} when a
  * checkpoint a shard's head or the layout's base names is missing: what it references cannot
  * be known then.
+ * @internal
  */
 export async function readLocationCheckpoints(
   storage: CheckpointStorage,

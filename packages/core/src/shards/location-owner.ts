@@ -18,7 +18,7 @@ import { LeaseJobOwner } from "./job-owner.ts";
 import type { ShardLayout } from "./shard-layout.ts";
 import { describeHolder, type LeaseState, type ShardLease, type ShardLeaseLostError } from "./shard-lease.ts";
 
-/** Another process runs a job on this checkpoint location: this one does not start. */
+/** Another process runs a job on this checkpoint location: this one does not start. @public */
 export class LocationHeldError extends ConfigurationError {
   readonly location: string;
   readonly holder: LeaseState;

@@ -35,6 +35,7 @@ export function requireShardable(storage: CheckpointStorage): ShardableStorage {
 /** The folder of one owner's checkpoints in a shard's folder: `epoch-<e>`. */
 export const EPOCH_SCOPE = /^epoch-(\d+)$/;
 
+/** @internal */
 export class ShardCheckpointStorage implements CheckpointStorage {
   readonly shard: ShardSpec;
   private readonly base: ShardableStorage;

@@ -22,7 +22,7 @@ import {
 import { nextEpoch, requireEpoch } from "./shard-lease.ts";
 import { shardName } from "./shard-spec.ts";
 
-/** One checkpoint a new layout starts from: of shard `shard` (undefined: the job before it was sharded). */
+/** One checkpoint a new layout starts from: of shard `shard` (undefined: the job before it was sharded). @public */
 export interface BaseCheckpoint {
   readonly shard: number | undefined;
   readonly checkpointId: number;
@@ -30,6 +30,11 @@ export interface BaseCheckpoint {
   readonly epoch: number | undefined;
 }
 
+/**
+ * How many shards a job runs as, and the checkpoints its current layout started from; {@link
+ * declareRescale} changes it.
+ * @public
+ */
 export interface ShardLayout {
   readonly count: number;
   /** 1 for the first sharded run, one more at each change of shard count. */
@@ -150,6 +155,7 @@ export async function settleLayout(
  * shard of the current one has stopped. Without it, a process whose count is not the layout's
  * is refused: it may be a process of an older layout started again. Declaring the current
  * count withdraws a declaration. Returns the layout as it now stands.
+ * @public
  */
 export async function declareRescale(storage: CheckpointStorage, count: number): Promise<ShardLayout> {
   if (!Number.isSafeInteger(count) || count < 1)

@@ -32,7 +32,7 @@ import {
 /** How long a lease lasts unrenewed unless `durationMs` says otherwise. */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
 
-/** What the lease record holds. */
+/** What the lease record holds. @public */
 export interface LeaseState {
   readonly epoch: number;
   /** Who holds it: the `owner` it was given, or host, process id and its nonce. */
@@ -108,6 +108,7 @@ export function describeHolder(holder: LeaseState): string {
   return holder.job === undefined ? holder.owner : `${holder.owner} (job ${JSON.stringify(holder.job)})`;
 }
 
+/** The timing of a lease, and the name it records for this process. @public */
 export interface ShardLeaseOptions {
   /** How long a watcher waits without seeing a renewal before it takes the shard. Default 15,000 ms. */
   readonly durationMs?: number;
@@ -161,7 +162,7 @@ export async function waitUntilUnowned(
   }
 }
 
-/** The shard was taken by another owner, or this owner could not renew in time: stop committing. */
+/** The shard was taken by another owner, or this owner could not renew in time: stop committing. @public */
 export class ShardLeaseLostError extends ExactlyError {
   constructor(message: string, options?: ErrorOptions) {
     super("SHARD_LEASE_LOST", message, options);
@@ -172,6 +173,7 @@ export class ShardLeaseLostError extends ExactlyError {
  * The lease of one shard for this process. `acquire` waits while another live owner renews;
  * the owner then calls `renew` on its own timer (`keep` runs that timer) and checks `assertHeld`
  * before every commit.
+ * @internal
  */
 export class ShardLease {
   readonly durationMs: number;

@@ -8,6 +8,7 @@
 import { ConfigurationError } from "../errors.ts";
 import { type Key, keyGroupOf, subtaskForKeyGroup } from "../operators/key-groups.ts";
 
+/** Shard k of N. @public */
 export interface ShardSpec {
   /** k: 0 ≤ k < count. */
   readonly index: number;
@@ -15,7 +16,7 @@ export interface ShardSpec {
   readonly count: number;
 }
 
-/** `k/N` as `--shard` and `EXACTLY_SHARD` write it; refused, naming `setting`, unless 0 ≤ k < N. */
+/** `k/N` as `--shard` and `EXACTLY_SHARD` write it; refused, naming `setting`, unless 0 ≤ k < N. @internal */
 export function parseShard(text: string, setting: string): ShardSpec {
   const match = /^(\d+)\/(\d+)$/.exec(text.trim());
   if (!match) throw new ConfigurationError(setting, `must be k/N (for example 0/3), got "${text}"`);
@@ -37,6 +38,7 @@ export function requireShard(shard: ShardSpec, setting: string): ShardSpec {
 /**
  * The shard of a StatefulSet pod: its hostname is `<name>-<ordinal>`, and the ordinal is k.
  * A hostname without an ordinal is refused, naming `--shards`.
+ * @internal
  */
 export function shardFromHostname(count: number, hostname: string, setting = "--shards"): ShardSpec {
   const match = /-(\d+)$/.exec(hostname);
@@ -53,6 +55,7 @@ export function shardFromHostname(count: number, hostname: string, setting = "--
  * The shard a process runs, from its command line and environment: `--shard k/N`, else
  * `EXACTLY_SHARD=k/N`, else `--shards N` with k from the hostname; undefined when none is given.
  * Two of them at once is refused: a shard must never be chosen by accident.
+ * @internal
  */
 export function shardOfProcess(given: {
   readonly shard?: string | undefined;
@@ -93,6 +96,7 @@ export function globalParallelism(shard: ShardSpec | undefined, parallelism: num
 /**
  * Whether shard k's key-group range holds `key`: what a source of a sharded job checks to
  * read only its own keys when its input is not already partitioned that way.
+ * @public
  */
 export function ownsKey(shard: ShardSpec, key: Key, maxParallelism: number): boolean {
   return subtaskForKeyGroup(keyGroupOf(key, maxParallelism), maxParallelism, shard.count) === shard.index;

@@ -13,6 +13,7 @@ import type { Sink, SinkContext } from "./sink.ts";
  * acknowledge everything; NONE when it only sends) and implements `open`, `write`, `flush`
  * and `close`. The base passes the fault points the crash tests arm (after a batch is
  * written, and after a barrier that flushed records), as the other bases do.
+ * @public
  */
 export abstract class FlushingSink<IN> implements Sink<IN> {
   abstract readonly guarantee: DeliveryGuarantee;

@@ -4,7 +4,7 @@ import { DeliveryGuarantee, type SinkCapabilities } from "../guarantee.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import type { Sink, SinkContext } from "./sink.ts";
 
-/** One keyed write with the version that orders it. */
+/** One keyed write with the version that orders it. @public */
 export interface Upsert<IN> {
   readonly key: string;
   readonly version: number;
@@ -12,6 +12,7 @@ export interface Upsert<IN> {
   readonly position: RecordPosition;
 }
 
+/** Options of {@link IdempotentSink}. @public */
 export interface IdempotentSinkOptions {
   /** Records buffered before a flush; every barrier flushes too. Default 1000. */
   readonly maxBufferedRecords?: number;
@@ -23,6 +24,7 @@ export interface IdempotentSinkOptions {
  * write must be the same on replay (a source position, an event sequence), and the
  * external write must apply it only if it is newer than what is stored, so a replay never
  * moves a key back to an older value ("no jump back", I1 for idempotent sinks, docs/design.md §3).
+ * @public
  */
 export abstract class IdempotentSink<IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;

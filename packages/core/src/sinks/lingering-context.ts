@@ -5,6 +5,7 @@ import type { SinkContext } from "./sink.ts";
  * What a sink subtask may clean up after a restore, and what it must spare. The two-phase
  * and write-ahead bases build this once in `open`, before any recovery call, and hand the
  * same object to every hook that needs it (docs/design.md §2, Recovery; I4 in §3).
+ * @public
  */
 export interface LingeringContext<REF> {
   readonly sinkId: string;

@@ -11,6 +11,7 @@
  * a checkpoint holds as pre-committed is spared, since a restart from that checkpoint commits
  * it; work a checkpoint holds only as open (begun after its barrier) is what a restart aborts
  * anyway, so the tool may end it too.
+ * @public
  */
 export interface LingeringWork {
   /** What the external system calls it: a transactional id, a prepared transaction's gid, an object key. */
@@ -23,6 +24,11 @@ export interface LingeringWork {
   readonly detail: string;
 }
 
+/**
+ * Finds a sink's lingering work from outside any job (`exactly lingering`, docs/operating.md):
+ * lists it, says which of it a checkpointed state references, and aborts one piece.
+ * @public
+ */
 export interface LingeringWorkFinder {
   /** What is searched, for the tool's output: the system and the prefix. */
   readonly description: string;
@@ -35,6 +41,7 @@ export interface LingeringWorkFinder {
   close(): Promise<void>;
 }
 
+/** The work a sink subtask's checkpointed state references. @public */
 export interface StateReferences {
   /** Pre-committed at the checkpoint: a restart from it commits these. */
   readonly pending: readonly string[];
@@ -45,6 +52,7 @@ export interface StateReferences {
 /**
  * The transactions of a `TwoPhaseCommitState`-shaped state, or none when `state` is not
  * one: what a finder reads its references from.
+ * @internal
  */
 export function transactionsInState(state: unknown): { pending: unknown[]; open: unknown[] } {
   const s = state as { pending?: unknown; current?: { txn?: unknown } } | null | undefined;

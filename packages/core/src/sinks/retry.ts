@@ -1,6 +1,7 @@
 import { isLostShard } from "../failures.ts";
 import { sleep } from "../util/sleep.ts";
 
+/** The exponential backoff of a retried call (a sink's commits on transient errors). @public */
 export interface RetryOptions {
   /** Attempts in all, the first included. Default 5. */
   readonly maxAttempts?: number;
@@ -14,6 +15,7 @@ export interface RetryOptions {
  * Runs `action` until it succeeds, retrying transient errors with exponential backoff. A lost
  * shard (`ShardFencedError`, `ShardLeaseLostError`) is transient for the attempt but never
  * passes on a retry of the same write: it is thrown at once.
+ * @internal
  */
 export async function withRetry<T>(
   action: (attempt: number) => Promise<T>,

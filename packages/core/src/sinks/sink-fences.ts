@@ -14,7 +14,7 @@ import { ShardFencedError } from "../shards/checkpoint-head.ts";
 import { ShardCheckpointStorage } from "../shards/shard-checkpoint-storage.ts";
 import type { SinkContext } from "./sink.ts";
 
-/** The subtask indexes whose fences this subtask raises at open, ascending. */
+/** The subtask indexes whose fences this subtask raises at open, ascending. @public */
 export function fencedSubtaskIndexes(
   context: Pick<SinkContext, "subtask" | "parallelism" | "previousParallelism">,
 ): number[] {
@@ -26,13 +26,14 @@ export function fencedSubtaskIndexes(
   return [...indexes].sort((a, b) => a - b);
 }
 
-/** An epoch as a store returns it: a number, a bigint or numeric text; none yet as null or undefined. */
+/** An epoch as a store returns it: a number, a bigint or numeric text; none yet as null or undefined. @public */
 export type StoredEpoch = number | bigint | string | null | undefined;
 
 /**
  * Where a sink keeps its fences: one epoch per subtask index of this sink, in the same store
  * as its data, so that a fence is read and written in the transaction that writes the data.
  * Synchronous for a synchronous client (`node:sqlite`); see {@link AsyncFenceStore}.
+ * @public
  */
 export interface FenceStore {
   /** The epoch stored for this sink's subtask `index`; null or undefined if never raised. */
@@ -41,7 +42,7 @@ export interface FenceStore {
   write(index: number, epoch: number): void;
 }
 
-/** A {@link FenceStore} over an asynchronous client. */
+/** A {@link FenceStore} over an asynchronous client. @public */
 export interface AsyncFenceStore {
   read(index: number): Promise<StoredEpoch>;
   write(index: number, epoch: number): Promise<void>;
@@ -52,6 +53,7 @@ export interface AsyncFenceStore {
  * every transaction that writes (begin, write, pre-commit, commit), and {@link raise} once
  * recovery is done (`TwoPhaseCommitSink.raiseFences`), both in a transaction of the store.
  * Outside a sharded job both do nothing, so the same sink runs either way.
+ * @public
  */
 export class SinkFence {
   private readonly context: SinkContext;
@@ -80,7 +82,7 @@ export class SinkFence {
   }
 }
 
-/** {@link SinkFence} over an asynchronous client: the same calls, awaited. */
+/** {@link SinkFence} over an asynchronous client: the same calls, awaited. @public */
 export class AsyncSinkFence {
   private readonly context: SinkContext;
   private readonly store: AsyncFenceStore;
@@ -115,6 +117,7 @@ export class AsyncSinkFence {
  * successor fences the head before its recovery looks for lingering work, so whatever an old
  * owner made before it read the head is there for that cleanup to find. One read of the head
  * per call; outside a sharded job it does nothing.
+ * @public
  */
 export async function checkShardHead(context: Pick<SinkContext, "ownership" | "storage">): Promise<void> {
   const epoch = context.ownership?.epoch;

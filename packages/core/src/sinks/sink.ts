@@ -5,7 +5,7 @@ import type { Logger } from "../logger.ts";
 import type { Batch, RecordPosition } from "../records.ts";
 import type { ShardOwnership } from "../shards/shard-owner.ts";
 
-/** What a sink subtask knows about where it runs and what it restores. */
+/** What a sink subtask knows about where it runs and what it restores. @public */
 export interface SinkContext {
   /** The sink's unique name in the job; the prefix of everything it creates outside. */
   readonly sinkId: string;
@@ -61,6 +61,7 @@ export interface SinkContext {
  *
  * Most sinks extend {@link TwoPhaseCommitSink}, {@link GenericWriteAheadSink} or
  * {@link IdempotentSink} instead of implementing this directly.
+ * @public
  */
 export interface Sink<IN> {
   readonly guarantee: DeliveryGuarantee;
@@ -88,19 +89,21 @@ export interface Sink<IN> {
   pendingWork?(): PendingWork;
 }
 
+/** What a sink holds pre-committed and not yet committed, for the pending-transactions metric. @public */
 export interface PendingWork {
   readonly count: number;
   /** Epoch ms the oldest pending transaction began; undefined when none is pending. */
   readonly oldestStartedAt: number | undefined;
 }
 
-/** Creates one sink instance for each subtask of each run. */
+/** Creates one sink instance for each subtask of each run. @public */
 export type SinkFactory<IN> = () => Sink<IN>;
 
 /**
  * Calls `write` for each record of a batch, for sinks whose client takes one record at a
  * time. A failure becomes a {@link RecordWriteError} naming the record's source position.
  * Synchronous writes stay synchronous: no promise a record on the hot path.
+ * @public
  */
 export function writeEachRecord<IN>(
   batch: Batch<IN>,

@@ -7,6 +7,7 @@ import { type LingeringContext, lingeringContext } from "./lingering-context.ts"
 import { type RetryOptions, withRetry } from "./retry.ts";
 import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 
+/** Options of {@link TwoPhaseCommitSink}. @public */
 export interface TwoPhaseCommitSinkOptions {
   /**
    * How long the external system keeps a pre-committed transaction before it aborts it on
@@ -18,7 +19,7 @@ export interface TwoPhaseCommitSinkOptions {
   readonly commitRetry?: RetryOptions;
 }
 
-/** What a new transaction is begun for, so implementations can name it deterministically. */
+/** What a new transaction is begun for, so implementations can name it deterministically. @public */
 export interface TransactionContext {
   readonly sinkId: string;
   readonly subtask: number;
@@ -29,6 +30,7 @@ export interface TransactionContext {
 /**
  * Which checkpoint a pre-commit or commit belongs to. The base knows it; a subclass never
  * has to stash it or write it into its transaction object.
+ * @public
  */
 export interface CommitContext {
   /** The checkpoint whose barrier pre-commits, or whose completion commits, the transaction. */
@@ -48,7 +50,7 @@ interface PendingTransaction<TXN> {
   readonly records: number;
 }
 
-/** The state a two-phase-commit sink subtask checkpoints. */
+/** The state a two-phase-commit sink subtask checkpoints. @public */
 export interface TwoPhaseCommitState {
   readonly pending: ReadonlyArray<{
     readonly checkpointId: number;
@@ -74,6 +76,7 @@ export interface TwoPhaseCommitState {
  * `initialize` runs first in `open`, with what the restored state references, for a sink
  * that must connect or size its resources before recovery. Commit and abort must be
  * idempotent (I5, docs/design.md §3): recovery may repeat a commit that already happened.
+ * @public
  */
 export abstract class TwoPhaseCommitSink<IN, TXN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;

@@ -12,6 +12,7 @@ import type { PendingWork, Sink, SinkContext } from "./sink.ts";
 /**
  * Records which checkpoints a write-ahead sink already sent, so a replay after a crash
  * does not send them again. Keyed by the subtask that logged the records.
+ * @public
  */
 // #region committer
 export interface CheckpointCommitter {
@@ -27,6 +28,7 @@ export interface CheckpointCommitter {
  * than what comes in (`LOGGED`): a sink can log records already converted for its system
  * (rows encoded for the database), so a record that cannot be converted fails at the write,
  * with its position, and not at the commit.
+ * @public
  */
 export interface RecordCodec<T, LOGGED = T> {
   /**
@@ -38,11 +40,13 @@ export interface RecordCodec<T, LOGGED = T> {
   decode(line: string): LOGGED;
 }
 
+/** The default {@link RecordCodec}: each record a line of JSON. @public */
 export const jsonCodec: RecordCodec<never> = {
   encode: (record) => JSON.stringify(record),
   decode: (line) => JSON.parse(line) as never,
 };
 
+/** Options of {@link GenericWriteAheadSink}: the committer, the log's codec, and the retries of a commit. @public */
 export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
   readonly committer: CheckpointCommitter;
   /** How records are written to the log. Default JSON. */
@@ -54,6 +58,7 @@ export interface GenericWriteAheadSinkOptions<IN, LOGGED = IN> {
  * One checkpoint's logged records, as the commit reads them back: in batches, decoded by the
  * codec, one batch per chunk of the log (not the whole checkpoint in memory at once); every
  * iteration reads the log again, so a retried commit starts from its first record.
+ * @public
  */
 export interface LoggedRecords<LOGGED> extends AsyncIterable<readonly LOGGED[]> {
   /**
@@ -69,6 +74,7 @@ export interface LoggedRecords<LOGGED> extends AsyncIterable<readonly LOGGED[]> 
   bytes(): AsyncIterable<Uint8Array>;
 }
 
+/** One logged checkpoint a write-ahead sink has yet to send. @public */
 export interface PendingLog {
   readonly checkpointId: number;
   /** The subtask that logged the records: the committer's key even after a rescale. */
@@ -76,6 +82,7 @@ export interface PendingLog {
   readonly log: string;
 }
 
+/** The state a write-ahead sink subtask checkpoints: the logs it has yet to send, and the log it writes. @public */
 export interface WriteAheadState {
   readonly pending: readonly PendingLog[];
   readonly current: string;
@@ -94,6 +101,7 @@ export interface WriteAheadState {
  * `writeBatch` waits (backpressure, I6) until what waits to be sent is within about 1.5
  * checkpoint intervals of sending (`ReplayBacklog`), so commit latency and the logs on disk
  * stay bounded and the source runs at the external system's pace.
+ * @public
  */
 export abstract class GenericWriteAheadSink<IN, LOGGED = IN> implements Sink<IN> {
   readonly guarantee: DeliveryGuarantee = DeliveryGuarantee.EXACTLY_ONCE;

@@ -1,7 +1,7 @@
 import type { Batch, RecordPosition } from "../records.ts";
 import type { Source, SourceReader, SourceReaderContext } from "./source.ts";
 
-/** A bounded source over an in-memory array, one split; for tests and examples. */
+/** A bounded source over an in-memory array, one split; for tests and examples. @public */
 export class ArraySource<T> implements Source<T> {
   readonly name: string;
   readonly bounded = true;

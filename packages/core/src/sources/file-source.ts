@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import type { Batch, RecordPosition } from "../records.ts";
 import { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./source.ts";
 
+/** Options of {@link FileSource}. @public */
 export interface FileSourceOptions {
   readonly name?: string;
   /** Files to read, or directories whose visible files are read (in name order). */
@@ -15,6 +16,7 @@ const NEWLINE = 0x0a;
 /**
  * Newline-delimited records from files, each file one split, the byte offset of the next
  * line as its position. Records are the lines as strings; `map` them to parse.
+ * @public
  */
 export class FileSource implements Source<string> {
   readonly name: string;

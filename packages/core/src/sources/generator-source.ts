@@ -3,6 +3,7 @@ import type { Batch, RecordPosition } from "../records.ts";
 import { sleep } from "../util/sleep.ts";
 import { ownsSplit, type Source, type SourceReader, type SourceReaderContext } from "./source.ts";
 
+/** Options of {@link GeneratorSource}. @public */
 export interface GeneratorSourceOptions<T> {
   readonly name?: string;
   /** Records in all; undefined for an unbounded source. */
@@ -20,7 +21,7 @@ export interface GeneratorSourceOptions<T> {
   readonly splitOwner?: (split: number, context: SourceReaderContext) => boolean;
 }
 
-/** A deterministic source of `generate(0) … generate(count − 1)`. */
+/** A deterministic source of `generate(0) … generate(count − 1)`. @public */
 export class GeneratorSource<T> implements Source<T> {
   readonly name: string;
   readonly bounded: boolean;

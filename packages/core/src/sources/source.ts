@@ -6,6 +6,7 @@ import type { Batch } from "../records.ts";
  * Kafka partitions); a reader owns some splits. Its checkpointed state is the position of
  * each split, so after a change of parallelism the splits are dealt out again and each
  * resumes where it stopped.
+ * @public
  */
 export interface Source<T> {
   /** Names the source in record positions and errors. */
@@ -15,6 +16,11 @@ export interface Source<T> {
   createReader(context: SourceReaderContext): SourceReader<T>;
 }
 
+/**
+ * What a source subtask's reader is created with: its subtask, the stage's parallelism, and the
+ * positions a restore hands it.
+ * @public
+ */
 export interface SourceReaderContext {
   readonly subtask: number;
   readonly parallelism: number;
@@ -22,6 +28,7 @@ export interface SourceReaderContext {
   readonly restoredPositions: ReadonlyMap<string, unknown> | undefined;
 }
 
+/** Reads the splits one source subtask owns, and says how far it read each one for a checkpoint. @public */
 export interface SourceReader<T> {
   open?(): Promise<void>;
   /**
@@ -50,7 +57,7 @@ export interface SourceReader<T> {
   isTransient?(error: unknown): boolean;
 }
 
-/** Deals splits to subtasks: split `i` (in a stable order) goes to subtask `i mod parallelism`. */
+/** Deals splits to subtasks: split `i` (in a stable order) goes to subtask `i mod parallelism`. @public */
 export function ownsSplit(splitIndex: number, context: SourceReaderContext): boolean {
   return splitIndex % context.parallelism === context.subtask;
 }
@@ -60,6 +67,7 @@ export function ownsSplit(splitIndex: number, context: SourceReaderContext): boo
  * the subtask that owns the key's group reads it, so a keyBy on that key after the source
  * never leaves the subtask's key groups — what a sharded keyed job needs (docs/design.md §2,
  * Shards), at any number of shards.
+ * @public
  */
 export function splitPerKey(maxParallelism: number): (splitIndex: number, context: SourceReaderContext) => boolean {
   return (splitIndex, context) =>

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
  * JavaScript that is `name.js`; from the TypeScript sources (tests, `pnpm demo` in the
  * repo) it is `name.ts`, run by Node's type stripping with the condition that resolves
  * workspace packages to their sources.
+ * @internal
  */
 export function siblingScript(moduleUrl: string, name: string): { path: string; execArgv: string[] } {
   const fromSource = moduleUrl.endsWith(".ts");

@@ -1,7 +1,7 @@
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 
-/** fsync a directory so a create, rename or unlink inside it survives a machine crash. */
+/** fsync a directory so a create, rename or unlink inside it survives a machine crash. @internal */
 export async function fsyncDirectory(dir: string): Promise<void> {
   const handle = await open(dir, "r");
   try {
@@ -11,7 +11,7 @@ export async function fsyncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** Writes a file so that readers see either the old content or the whole new one. */
+/** Writes a file so that readers see either the old content or the whole new one. @internal */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}`;
   const handle = await open(tmp, "w");
@@ -30,7 +30,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
   await fsyncDirectory(dirname(path));
 }
 
-/** Writes and fsyncs a new file (no atomic replace needed: the name is fresh). */
+/** Writes and fsyncs a new file (no atomic replace needed: the name is fresh). @internal */
 export async function writeFileDurable(path: string, data: string | Uint8Array): Promise<void> {
   const handle = await open(path, "w");
   try {
@@ -47,6 +47,7 @@ export async function writeFileDurable(path: string, data: string | Uint8Array):
  * call), and `FileHandle.write` reports that only in `bytesWritten`: a caller that ignored
  * it would keep a file cut short in the middle of a record. This goes on until every byte
  * is written or a write fails.
+ * @internal
  */
 export async function writeAll(handle: FileHandle, data: string | Buffer): Promise<void> {
   let rest = typeof data === "string" ? Buffer.from(data) : data;
@@ -56,10 +57,12 @@ export async function writeAll(handle: FileHandle, data: string | Buffer): Promi
   }
 }
 
+/** @internal */
 export function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
 }
 
+/** @internal */
 export function isAlreadyExists(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | undefined)?.code === "EEXIST";
 }

@@ -1,6 +1,7 @@
 /**
  * A small seeded PRNG (mulberry32) for reproducible chaos: the same seed gives the same
  * sequence, so a kill plan or a chaos scenario is replayed by its seed.
+ * @internal
  */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;

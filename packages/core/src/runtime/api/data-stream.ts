@@ -13,6 +13,11 @@ import type { SinkFactory } from "../../sinks/sink.ts";
 import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
 import type { ChainStep, Partitioning, StageNode } from "./job-graph.ts";
 
+/**
+ * Settings of one stage: its uid (and the uid it had before a rename), its parallelism and how its
+ * input crosses threads.
+ * @public
+ */
 export interface StageOptions {
   /** Stable id of the stage's state; defaults to one derived from its place in the job. */
   readonly uid?: string;
@@ -59,7 +64,7 @@ function stepError(
   return new RecordProcessingError(stage, positions[index], error);
 }
 
-/** A stream of records between two stages; stateless steps chain into the producing stage. */
+/** A stream of records between two stages; stateless steps chain into the producing stage. @public */
 export class DataStream<T> {
   private readonly job: StageBuilder;
   private readonly stage: StageNode;
@@ -159,6 +164,7 @@ export class DataStream<T> {
   }
 }
 
+/** A stream partitioned by key (`keyBy`): each subtask of the next stage takes the keys of its key groups. @public */
 export class KeyedStream<K extends Key, T> {
   private readonly job: StageBuilder;
   private readonly stage: StageNode;
@@ -215,6 +221,7 @@ export class KeyedStream<K extends Key, T> {
   }
 }
 
+/** A keyed stream cut into event-time windows (`window`); `aggregate` emits one result a key and window. @public */
 export class WindowedStream<K extends Key, T> {
   private readonly keyed: KeyedStream<K, T>;
   private readonly windows: TumblingEventTimeWindows;

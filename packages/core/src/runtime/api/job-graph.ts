@@ -16,6 +16,11 @@ export type Partitioning =
   // biome-ignore lint/suspicious/noExplicitAny: the key selector's input type is erased in the graph
   | { readonly kind: "hash"; readonly keyOf: (value: any) => Key };
 
+/**
+ * How event time is read from records and how late a record may come: the watermarks that close
+ * event-time windows.
+ * @public
+ */
 export interface WatermarkStrategy<T> {
   /** Event time of a record, in milliseconds. */
   readonly timestampOf: (value: T) => number;

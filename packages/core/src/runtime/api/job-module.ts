@@ -14,7 +14,7 @@ import type { ShardSpec } from "../../shards/shard-spec.ts";
 import { rememberOrigin } from "./job-origin.ts";
 import { StreamJob } from "./stream-job.ts";
 
-/** What the runtime hands a job module: the job passes both into its `StreamJobOptions`. */
+/** What the runtime hands a job module: the job passes both into its `StreamJobOptions`. @public */
 export interface JobRuntime {
   readonly logger: Logger;
   readonly metrics: JobMetrics;
@@ -35,9 +35,11 @@ export interface JobRuntime {
  * A module's export that builds a job (sources, stages, sinks) without starting it, passing
  * `runtime.logger` and `runtime.metrics` into `StreamJobOptions`. It may be called more than
  * once, in different threads: it must not start anything or share clients through globals.
+ * @public
  */
 export type JobModule = (runtime: JobRuntime) => StreamJob | Promise<StreamJob>;
 
+/** Options of {@link loadJob}. @public */
 export interface LoadJobOptions {
   /** The export holding the {@link JobModule}. Default `default`. */
   readonly export?: string;
@@ -62,6 +64,7 @@ export interface LoadJobOptions {
 /**
  * Imports a job module (a path, relative to the working directory, or a URL), calls its
  * export and returns the job, remembering its origin. Errors name the `export` setting.
+ * @public
  */
 export async function loadJob(module: string | URL, options: LoadJobOptions = {}): Promise<StreamJob> {
   const url =

@@ -7,7 +7,7 @@
 import type { ShardLeaseOptions } from "../../shards/shard-lease.ts";
 import type { ShardSpec } from "../../shards/shard-spec.ts";
 
-/** Where a loaded job came from: enough for another thread to build it again. */
+/** Where a loaded job came from: enough for another thread to build it again. @internal */
 export interface JobOrigin {
   /** The module's file URL. */
   readonly url: string;
@@ -22,7 +22,7 @@ export interface JobOrigin {
 
 const origins = new WeakMap<object, JobOrigin>();
 
-/** The module a job (a `StreamJob`) was loaded from by loadJob; undefined for a job built inline. */
+/** The module a job (a `StreamJob`) was loaded from by loadJob; undefined for a job built inline. @internal */
 export function originOf(job: object): JobOrigin | undefined {
   return origins.get(job);
 }

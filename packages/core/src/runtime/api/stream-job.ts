@@ -27,6 +27,7 @@ import { DataStream, type StageInput, type StageOptions } from "./data-stream.ts
 import type { Edge, JobGraph, StageNode, WatermarkStrategy } from "./job-graph.ts";
 import { originOf } from "./job-origin.ts";
 
+/** Where a job's checkpoints go, and how often and how long one may take. @public */
 export interface CheckpointOptions {
   /** Where checkpoints go: a directory (FileSystemCheckpointStorage) or a storage. */
   readonly storage: string | CheckpointStorage;
@@ -38,6 +39,11 @@ export interface CheckpointOptions {
   readonly minPauseMs?: number;
 }
 
+/**
+ * What a {@link StreamJob} is built with: its name and id, checkpoints, restart strategy, logger
+ * and metrics, and how it is placed (parallelism, worker threads, shards).
+ * @public
+ */
 export interface StreamJobOptions {
   readonly name: string;
   /**
@@ -95,7 +101,7 @@ export interface StreamJobOptions {
   readonly lease?: ShardLeaseSettings;
 }
 
-/** Where a job's lease lives and how long it lasts. */
+/** Where a job's lease lives and how long it lasts. @public */
 export interface ShardLeaseSettings extends ShardLeaseOptions {
   /**
    * The lease record of a shard: S3ConditionalRecord, PostgresConditionalRecord, … A job that
@@ -116,6 +122,7 @@ export interface ShardLeaseSettings extends ShardLeaseOptions {
  *   .sinkTo(() => new MySink(), { name: "out" });
  * await job.execute();
  * ```
+ * @public
  */
 export class StreamJob {
   readonly options: StreamJobOptions;
@@ -248,6 +255,7 @@ export class StreamJob {
     return new DataStream<T>(this, stage, []);
   }
 
+  /** @internal The job's stages as the engine runs them; refuses a job without a sink, or too wide for its shards. */
   graph(): JobGraph {
     if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
     const shard = this.shard;

@@ -46,6 +46,7 @@ export interface ExecutionOptions {
  * (local-execution.ts) or on worker threads (threads/threaded-execution.ts). A
  * failure anywhere cancels every task and rejects `run()`; the runner then starts a new
  * attempt from the latest complete checkpoint.
+ * @public
  */
 export interface Execution {
   run(): Promise<void>;

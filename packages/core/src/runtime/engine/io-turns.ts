@@ -13,6 +13,7 @@ import { setImmediate as nextMacrotask } from "node:timers/promises";
 /** How long CPU work runs before the event loop gets a turn. */
 const MAX_RUN_WITHOUT_IO_MS = 1;
 
+/** @internal */
 export class IoTurns {
   private since = performance.now();
 

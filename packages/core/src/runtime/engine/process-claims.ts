@@ -8,13 +8,13 @@
  */
 import { isMainThread } from "node:worker_threads";
 
-/** Who holds a claimed name: one sink (`owner`), any of whose subtasks (`part`) may share it. */
+/** Who holds a claimed name: one sink (`owner`), any of whose subtasks (`part`) may share it. @internal */
 export interface ClaimHolder {
   readonly owner: string;
   readonly part: number;
 }
 
-/** A claim's answer: granted, or refused with who holds the name. */
+/** A claim's answer: granted, or refused with who holds the name. @internal */
 export type ClaimResult = { readonly granted: true } | { readonly granted: false; readonly heldBy: string };
 
 /** How a worker thread sends claims to the main thread (set by the worker's entry point). */
@@ -73,6 +73,7 @@ export function releaseLocally(namespace: string, name: string, part: number): v
  * Claims `name` in `namespace` for part `holder.part` of `holder.owner`, in the whole
  * process: refused when another owner holds it, or this part already does. Release it when
  * the part closes, so a restart in the same process can claim it again.
+ * @internal
  */
 export function claimInProcess(namespace: string, name: string, holder: ClaimHolder): Promise<ClaimResult> {
   const transport = (globalThis as unknown as Holder)[TRANSPORT_KEY] as ClaimTransport | undefined;
@@ -80,6 +81,7 @@ export function claimInProcess(namespace: string, name: string, holder: ClaimHol
   return Promise.resolve(claimLocally(namespace, name, holder));
 }
 
+/** @internal */
 export function releaseInProcess(namespace: string, name: string, part: number): void {
   const transport = (globalThis as unknown as Holder)[TRANSPORT_KEY] as ClaimTransport | undefined;
   if (!isMainThread && transport) transport.release(namespace, name, part);

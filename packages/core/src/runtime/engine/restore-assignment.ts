@@ -92,6 +92,7 @@ export function sinkStatesFor(old: readonly unknown[], subtask: number, parallel
  * Whether new subtask `subtask` cleans up the lingering work of old subtask index `index`:
  * its own, and subtask 0 also takes every index at or above the new parallelism (left by a
  * larger old run). Exactly one subtask owns each index, so no two clean up the same work.
+ * @internal
  */
 export function ownsSubtaskIndex(subtask: number, parallelism: number, index: number): boolean {
   return index === subtask || (subtask === 0 && index >= parallelism);

@@ -11,7 +11,7 @@ import { ConfigurationError } from "../../errors.ts";
 import type { Logger } from "../../logger.ts";
 import type { JobGraph, StageNode } from "../api/job-graph.ts";
 
-/** Who a job is: its display name and the id its checkpoints are kept under (default: the name). */
+/** Who a job is: its display name and the id its checkpoints are kept under (default: the name). @public */
 export interface JobIdentity {
   readonly name: string;
   readonly id: string;

@@ -7,6 +7,11 @@ import { sleep } from "../../util/sleep.ts";
 import type { Execution, ExecutionListener, ExecutionOptions } from "../engine/execution.ts";
 import { RestartBackoff, type RestartStrategy } from "./restart-strategy.ts";
 
+/**
+ * What a running job reports as it goes: each attempt's start and restart, and each checkpoint's
+ * completion, commit and decline.
+ * @public
+ */
 export interface JobEvents extends ExecutionListener {
   onStart?(info: { attempt: number; restoredCheckpointId: number | undefined }): void;
   onRestart?(info: {
@@ -19,6 +24,7 @@ export interface JobEvents extends ExecutionListener {
   }): void;
 }
 
+/** What a run of a job did: checkpoints completed, restarts, and the checkpoint it restored. @public */
 export interface JobResult {
   /** Checkpoints completed in all attempts of this run. */
   readonly checkpointsCompleted: number;
@@ -28,7 +34,7 @@ export interface JobResult {
   readonly restoredCheckpointId: number | undefined;
 }
 
-/** A running job: wait for it, stop it gracefully, or cancel it. */
+/** A running job: wait for it, stop it gracefully, or cancel it. @public */
 export interface JobClient {
   readonly result: Promise<JobResult>;
   /** Stop reading, take a final checkpoint, commit it, then finish. */

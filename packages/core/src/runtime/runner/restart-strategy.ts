@@ -14,8 +14,10 @@
  */
 import type { FailureKind } from "../../failures.ts";
 
+/** @internal */
 export const DEFAULT_MAX_RESTART_DELAY_MS = 10_000;
 
+/** When a failed attempt is restarted, and after how long. @public */
 export interface RestartStrategy {
   /**
    * Most restarts in a row, whatever the failure: a cap over the others. Default unlimited.
@@ -44,12 +46,12 @@ export interface RestartStrategy {
   readonly classify?: (error: unknown) => FailureKind | undefined;
 }
 
-/** What to do after a failure: restart after `delayMs`, or fail the job. */
+/** What to do after a failure: restart after `delayMs`, or fail the job. @internal */
 export type RestartDecision =
   | { readonly restart: true; readonly delayMs: number; readonly failuresInRow: number }
   | { readonly restart: false; readonly reason: string };
 
-/** The strategy's state over one job run: failures in a row and the current delay. */
+/** The strategy's state over one job run: failures in a row and the current delay. @internal */
 export class RestartBackoff {
   private readonly strategy: RestartStrategy;
   private readonly random: () => number;

@@ -5,6 +5,11 @@
  */
 import { deserialize, serialize } from "node:v8";
 
+/**
+ * How a stage's input crosses between worker threads, a batch at a time: {@link jsonExchangeCodec}
+ * by default, {@link structuredExchangeCodec}, or one of your own.
+ * @public
+ */
 export interface ExchangeCodec<T> {
   /** A name for errors and metrics. */
   readonly name: string;
@@ -20,6 +25,7 @@ const decoder = new TextDecoder();
  * JSON text: what JSON.stringify keeps survives (no undefined fields, Dates as strings, no
  * Maps or BigInts). V8's JSON is the fastest general encoding of plain objects on this
  * runtime; see docs/design.md for the crossing cost measured against the others.
+ * @public
  */
 export const jsonExchangeCodec: ExchangeCodec<unknown> = {
   name: "json",
@@ -30,6 +36,7 @@ export const jsonExchangeCodec: ExchangeCodec<unknown> = {
 /**
  * V8's structured-clone format (node:v8 serialize): keeps what postMessage keeps — Dates,
  * Maps, Sets, BigInts, typed arrays, undefined — at a higher cost than JSON for plain objects.
+ * @public
  */
 export const structuredExchangeCodec: ExchangeCodec<unknown> = {
   name: "structured",
@@ -45,6 +52,7 @@ export const structuredExchangeCodec: ExchangeCodec<unknown> = {
  * integers. (Measured on the demo job on two workers: its keyed stage's state lookups and
  * keyBy split took twice the CPU before.) A codec that decodes numbers from a Float64Array
  * should pass them through it.
+ * @public
  */
 export function smallInteger<T>(value: T): T {
   if (typeof value !== "number") return value;
