@@ -117,7 +117,7 @@ console.log(JSON.stringify(result));
     await npmInstall(app, [tarball(packs, "conformance"), tarball(packs, "cli")]);
     const cli = JSON.parse(await readFile(join(app, "node_modules/@exactly/cli/package.json"), "utf8"));
     expect(Object.keys(cli.dependencies)).not.toContain("@exactly/example-kafka-window-sum");
-    expect(existsSync(join(app, "node_modules/kafkajs"))).toBe(false); // a file-only user gets no Kafka client
+    expect(existsSync(join(app, "node_modules/@platformatic/kafka"))).toBe(false); // a file-only user gets no Kafka client
     const demo = await exec(
       join(app, "node_modules/.bin/exactly"),
       ["demo", "--records", "20000", "--kills", "1", "--seed", "3", "--json"],

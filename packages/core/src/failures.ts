@@ -66,7 +66,7 @@ export function errorChain(error: unknown): unknown[] {
 
 /**
  * Classifies a failure: `isTransient` are the classifiers of the job's sinks, sources and
- * checkpoint storage, which know their clients' errors (a kafkajs connection error, a
+ * checkpoint storage, which know their clients' errors (a lost Kafka connection, a
  * Postgres admin shutdown, Redis LOADING); each is asked about every error of the chain.
  * @internal
  */

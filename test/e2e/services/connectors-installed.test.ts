@@ -19,7 +19,7 @@ const RECORDS = 20_000;
 const CONNECTORS = ["kafka", "postgres", "redis", "file"] as const;
 // Each connector's own client, which must come with it and with no other connector.
 const CLIENTS: Record<(typeof CONNECTORS)[number], string> = {
-  kafka: "kafkajs",
+  kafka: "@platformatic/kafka",
   postgres: "pg",
   redis: "ioredis",
   file: "@aws-sdk/client-s3",
@@ -63,7 +63,7 @@ describe("each connector, installed alone from its tarball, runs its guide's job
       ORDERS_TOPIC: topic,
     });
     expect(run.checkpointsCompleted).toBeGreaterThan(0);
-    expect(exactlyOnceReport(idCounts(await readCommitted(kafka, topic, 2)), RECORDS)).toEqual(exactlyOnce);
+    expect(exactlyOnceReport(idCounts(await readCommitted(topic, 2)), RECORDS)).toEqual(exactlyOnce);
   });
 
   it("postgres: orders upserted by the two-phase sink, read back by a fresh session", async () => {
