@@ -1,10 +1,17 @@
 export { runFixture } from "@exactly/testkit/run-fixture";
 
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
+import { uniqueName } from "@exactly/testkit/ids";
 import kafkajs, { type Kafka } from "kafkajs";
+import { MemorySink, MemoryStore } from "../../../packages/core/test/helpers.ts";
+import { type KafkaSinkOptions, KafkaSource, kafkaSink, valueAsString } from "../src/index.ts";
 import type { KafkaConnection } from "../src/kafka-connection.ts";
-import { openKafkaConnection } from "../src/open-connection.ts";
+import { type KafkaConnectionOptions, openKafkaConnection } from "../src/open-connection.ts";
 
 export function newKafka(brokers: string[]): Kafka {
   return new kafkajs.Kafka({ clientId: "exactly-kafka-test", brokers, logLevel: kafkajs.logLevel.NOTHING });
@@ -216,4 +223,72 @@ export function exactlyOnceReport(
   }
   const phantom = [...counts.keys()].filter((id) => id < 0 || id >= n);
   return { lost, duplicated, phantom };
+}
+
+/**
+ * One job writes ids 0…records−1 (`{"id":n}`, keyed by id, 20,000 a second) to `topic` through
+ * a Kafka sink with `sink`'s options over the defaults (the test broker, exactly once, a
+ * prefix of its own, a 120 s transaction timeout), checkpoints every 100 ms, no restart.
+ */
+export async function writeIds(
+  topic: string,
+  records: number,
+  sink: Partial<KafkaSinkOptions<{ id: number }>> = {},
+  job: { parallelism?: number; splits?: number } = {},
+): Promise<void> {
+  const stream = new StreamJob({
+    name: uniqueName("kafka-write-ids"),
+    parallelism: job.parallelism ?? 2,
+    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-")), intervalMs: 100 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+    batchSize: 500,
+  });
+  stream
+    .fromSource(
+      new GeneratorSource({
+        count: records,
+        splits: job.splits ?? 4,
+        ratePerSecond: 20_000,
+        generate: (id) => ({ id }),
+      }),
+    )
+    .sinkTo(
+      kafkaSink<{ id: number }>({
+        brokers: kafkaBrokers(),
+        topic,
+        guarantee: DeliveryGuarantee.EXACTLY_ONCE,
+        transactionalIdPrefix: uniqueName("ids"),
+        transactionTimeoutMs: 120_000,
+        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
+        ...sink,
+      }),
+      { name: "kafka-out" },
+    );
+  await stream.execute();
+}
+
+/** Every value of `topic` as one job's KafkaSource reads it to the end, through `connection` (default: the test broker). */
+export async function readWithSource(topic: string, connection: KafkaConnectionOptions = {}): Promise<unknown[]> {
+  const store = new MemoryStore();
+  const job = new StreamJob({
+    name: uniqueName("kafka-read"),
+    parallelism: 1,
+    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-")), intervalMs: 100 },
+    restart: { maxRestarts: 0 },
+    logger: silentLogger,
+  });
+  job
+    .fromSource(
+      new KafkaSource<string | null>({
+        brokers: kafkaBrokers(),
+        ...connection,
+        topics: [topic],
+        stopAtLatest: true,
+        deserializer: valueAsString,
+      }),
+    )
+    .sinkTo(() => new MemorySink<string | null>(store), { name: "memory" });
+  await job.execute();
+  return store.committed;
 }

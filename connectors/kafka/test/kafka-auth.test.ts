@@ -4,19 +4,22 @@
 // the refusal does not carry the password.
 
 import { pbkdf2Sync, randomBytes } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { kafkaBrokers, kafkaScramBrokers } from "@exactly/testkit/endpoints";
 import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { Admin, alterUserScramCredentialsV0 } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
-import { MemorySink, MemoryStore } from "../../../packages/core/test/helpers.ts";
-import { type KafkaSaslOptions, KafkaSource, kafkaSink, valueAsString } from "../src/index.ts";
+import type { KafkaSaslOptions } from "../src/index.ts";
 import { openKafkaConnection } from "../src/open-connection.ts";
-import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
+import {
+  createTopic,
+  exactlyOnceReport,
+  newKafka,
+  partitionEnds,
+  readCommitted,
+  readWithSource,
+  writeIds,
+} from "./helpers.ts";
 
 const RECORDS = 5000;
 const PARTITIONS = 2;
@@ -60,32 +63,6 @@ async function untilAuthenticates(sasl: KafkaSaslOptions): Promise<void> {
   }
 }
 
-async function writeThrough(topic: string, sasl: KafkaSaslOptions): Promise<void> {
-  const job = new StreamJob({
-    name: uniqueName("kafka-auth-job"),
-    parallelism: 2,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-auth-")), intervalMs: 100 },
-    restart: { maxRestarts: 0 },
-    logger: silentLogger,
-    batchSize: 500,
-  });
-  job
-    .fromSource(new GeneratorSource({ count: RECORDS, splits: 2, ratePerSecond: 20_000, generate: (id) => ({ id }) }))
-    .sinkTo(
-      kafkaSink<{ id: number }>({
-        brokers: kafkaScramBrokers(),
-        sasl,
-        topic,
-        guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-        transactionalIdPrefix: uniqueName("auth"),
-        transactionTimeoutMs: 120_000,
-        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
-      }),
-      { name: "kafka-out" },
-    );
-  await job.execute();
-}
-
 describe("SASL/SCRAM", () => {
   it("an exactly-once job writes through a SCRAM-SHA-256 listener and the source reads it back through it; a wrong password is refused without showing it", async () => {
     const username = uniqueName("scram-user");
@@ -96,33 +73,13 @@ describe("SASL/SCRAM", () => {
 
     const topic = uniqueName("auth");
     await createTopic(newKafka(kafkaBrokers()), topic, PARTITIONS);
-    await writeThrough(topic, sasl);
+    await writeIds(topic, RECORDS, { brokers: kafkaScramBrokers(), sasl }, { splits: 2 });
     const report = exactlyOnceReport(idCounts(await readCommitted(topic, PARTITIONS)), RECORDS);
     expect(report).toEqual({ lost: [], duplicated: [], phantom: [] });
     for (const end of await partitionEnds(topic, PARTITIONS)) expect(end.lastStableOffset).toBe(end.highWatermark);
 
     // The source, through the same listener and user.
-    const store = new MemoryStore();
-    const reader = new StreamJob({
-      name: uniqueName("kafka-auth-read"),
-      parallelism: 1,
-      checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-auth-")), intervalMs: 100 },
-      restart: { maxRestarts: 0 },
-      logger: silentLogger,
-    });
-    reader
-      .fromSource(
-        new KafkaSource<string | null>({
-          brokers: kafkaScramBrokers(),
-          sasl,
-          topics: [topic],
-          stopAtLatest: true,
-          deserializer: valueAsString,
-        }),
-      )
-      .sinkTo(() => new MemorySink<string | null>(store), { name: "memory" });
-    await reader.execute();
-    expect(store.committed.length).toBe(RECORDS);
+    expect((await readWithSource(topic, { brokers: kafkaScramBrokers(), sasl })).length).toBe(RECORDS);
 
     // The wrong password: the connection is refused, and nothing in the error shows a password.
     const wrong = `wrong-${randomBytes(12).toString("hex")}`;

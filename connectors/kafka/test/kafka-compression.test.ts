@@ -4,48 +4,40 @@
 // `compression.type` set to each codec) is read by the source, every line once and in order.
 
 import { spawn } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { DeliveryGuarantee, GeneratorSource, StreamJob, silentLogger } from "@exactly/core";
 import { kafkaBrokers } from "@exactly/testkit/endpoints";
 import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { kafkaTools } from "@exactly/testkit/kafka/tools";
 import { Admin } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
-import { MemorySink, MemoryStore } from "../../../packages/core/test/helpers.ts";
-import { type KafkaCompression, KafkaSource, kafkaSink, valueAsString } from "../src/index.ts";
-import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
+import type { KafkaCompression } from "../src/index.ts";
+import {
+  createTopic,
+  exactlyOnceReport,
+  newKafka,
+  partitionEnds,
+  readCommitted,
+  readWithSource,
+  writeIds,
+} from "./helpers.ts";
 
 const CODECS = ["gzip", "snappy", "lz4", "zstd"] as const satisfies readonly KafkaCompression[];
 const RECORDS = 4000;
 const LINES = 3000;
 
-async function writeCompressed(topic: string, compression: KafkaCompression): Promise<void> {
-  const job = new StreamJob({
-    name: uniqueName("kafka-compression-job"),
-    parallelism: 1,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-compression-")), intervalMs: 100 },
-    restart: { maxRestarts: 0 },
-    logger: silentLogger,
-    batchSize: 500,
-  });
-  job
-    .fromSource(new GeneratorSource({ count: RECORDS, splits: 1, ratePerSecond: 20_000, generate: (id) => ({ id }) }))
-    .sinkTo(
-      kafkaSink<{ id: number }>({
-        brokers: kafkaBrokers(),
-        compression,
-        topic,
-        guarantee: DeliveryGuarantee.EXACTLY_ONCE,
-        transactionalIdPrefix: uniqueName("compression"),
-        transactionTimeoutMs: 120_000,
-        serializer: (r) => ({ key: String(r.id), value: JSON.stringify({ ...r, pad: "abc".repeat(20) }) }),
+/** The ids, padded to make them worth compressing, through a sink with `compression`. */
+const writeCompressed = (topic: string, compression: KafkaCompression) =>
+  writeIds(
+    topic,
+    RECORDS,
+    {
+      compression,
+      serializer: (r: { id: number }) => ({
+        key: String(r.id),
+        value: JSON.stringify({ ...r, pad: "abc".repeat(20) }),
       }),
-      { name: "kafka-out" },
-    );
-  await job.execute();
-}
+    },
+    { parallelism: 1, splits: 1 },
+  );
 
 /** The bytes `topic`'s partitions take in the broker's log (DescribeLogDirs). */
 async function topicBytes(topic: string, partitions: number): Promise<number> {
@@ -107,29 +99,6 @@ async function javaProduce(topic: string, codec: string, lines: readonly string[
   child.stdin.end(`${lines.join("\n")}\n`);
   const code = await exited;
   if (code !== 0) throw new Error(`ConsoleProducer (${codec}) exited with ${code}: ${stderr}`);
-}
-
-async function readWithSource(topic: string): Promise<unknown[]> {
-  const store = new MemoryStore();
-  const job = new StreamJob({
-    name: uniqueName("kafka-compression-read"),
-    parallelism: 1,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-compression-")), intervalMs: 100 },
-    restart: { maxRestarts: 0 },
-    logger: silentLogger,
-  });
-  job
-    .fromSource(
-      new KafkaSource<string | null>({
-        brokers: kafkaBrokers(),
-        topics: [topic],
-        stopAtLatest: true,
-        deserializer: valueAsString,
-      }),
-    )
-    .sinkTo(() => new MemorySink<string | null>(store), { name: "memory" });
-  await job.execute();
-  return store.committed;
 }
 
 describe("compressed record batches", () => {

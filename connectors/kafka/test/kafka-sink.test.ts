@@ -11,7 +11,7 @@ import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { sinkContext } from "@exactly/testkit/sink-context";
 import { describe, expect, it } from "vitest";
 import { KafkaTransactionalSink, kafkaSink } from "../src/index.ts";
-import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted } from "./helpers.ts";
+import { createTopic, exactlyOnceReport, newKafka, partitionEnds, readCommitted, writeIds } from "./helpers.ts";
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -20,30 +20,8 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-async function runJob(topic: string, guarantee: DeliveryGuarantee, records: number): Promise<void> {
-  const job = new StreamJob({
-    name: uniqueName("kafka-sink-job"),
-    parallelism: 2,
-    checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-")), intervalMs: 100 },
-    restart: { maxRestarts: 0 },
-    logger: silentLogger,
-    batchSize: 500,
-  });
-  job
-    .fromSource(new GeneratorSource({ count: records, splits: 4, ratePerSecond: 20_000, generate: (id) => ({ id }) }))
-    .sinkTo(
-      kafkaSink<{ id: number }>({
-        brokers: kafkaBrokers(),
-        topic,
-        guarantee,
-        transactionalIdPrefix: uniqueName("e2e"),
-        transactionTimeoutMs: 120_000,
-        serializer: (r) => ({ key: String(r.id), value: JSON.stringify(r) }),
-      }),
-      { name: "kafka-out" },
-    );
-  await job.execute();
-}
+const runJob = (topic: string, guarantee: DeliveryGuarantee, records: number) =>
+  writeIds(topic, records, { guarantee, transactionalIdPrefix: uniqueName("e2e") });
 
 describe("KafkaSink", () => {
   it.each([DeliveryGuarantee.EXACTLY_ONCE, DeliveryGuarantee.AT_LEAST_ONCE])(
