@@ -30,7 +30,7 @@ export interface TcpProxy {
 
 export async function startTcpProxy(
   target: { host: string; port: number },
-  /** Where the proxy listens (127.0.0.1); default a free port. */
+  /** Where the proxy listens (127.0.0.1); default a free port. A fixed port another proxy holds is waited for. */
   listenPort = 0,
 ): Promise<TcpProxy> {
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
@@ -99,10 +99,23 @@ export async function startTcpProxy(
       socket.on("close", end);
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(listenPort, "127.0.0.1", resolve);
-  });
+  // A fixed port is one another test's proxy may hold (the Kafka broker's proxied listener
+  // advertises one address): wait until it is free, so such tests take turns.
+  for (let waited = 0; ; waited += 200) {
+    const listening = await new Promise<boolean>((resolve, reject) => {
+      const refused = (error: NodeJS.ErrnoException) => {
+        if (error.code === "EADDRINUSE" && listenPort !== 0 && waited < 300_000) resolve(false);
+        else reject(error);
+      };
+      server.once("error", refused);
+      server.listen(listenPort, "127.0.0.1", () => {
+        server.off("error", refused);
+        resolve(true);
+      });
+    });
+    if (listening) break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
   const address = server.address();
   if (address === null || typeof address === "string") throw new Error("the proxy has no TCP address");
 
