@@ -5,11 +5,13 @@
 
 import { pbkdf2Sync, randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ConfigurationError } from "@exactly/core";
 import { kafkaBrokers, kafkaScramBrokers } from "@exactly/testkit/endpoints";
 import { idCounts, uniqueName } from "@exactly/testkit/ids";
 import { Admin, alterUserScramCredentialsV0 } from "@platformatic/kafka";
 import { describe, expect, it } from "vitest";
 import type { KafkaSaslOptions } from "../src/index.ts";
+import { isTransientKafkaFailure } from "../src/kafka-errors.ts";
 import { openKafkaConnection } from "../src/open-connection.ts";
 import {
   createTopic,
@@ -64,7 +66,7 @@ async function untilAuthenticates(sasl: KafkaSaslOptions): Promise<void> {
 }
 
 describe("SASL/SCRAM", () => {
-  it("an exactly-once job writes through a SCRAM-SHA-256 listener and the source reads it back through it; a wrong password is refused without showing it", async () => {
+  it("an exactly-once job writes through a SCRAM-SHA-256 listener and the source reads it back through it; a wrong password fails as a ConfigurationError naming sasl, without showing it", async () => {
     const username = uniqueName("scram-user");
     const password = `pw-${randomBytes(12).toString("hex")}`;
     await createScramUser(username, password);
@@ -81,7 +83,8 @@ describe("SASL/SCRAM", () => {
     // The source, through the same listener and user.
     expect((await readWithSource(topic, { brokers: kafkaScramBrokers(), sasl })).length).toBe(RECORDS);
 
-    // The wrong password: the connection is refused, and nothing in the error shows a password.
+    // The wrong password: refused as a ConfigurationError naming `sasl`, which no restart
+    // retries (a restart would meet the same refusal), and nothing in it shows a password.
     const wrong = `wrong-${randomBytes(12).toString("hex")}`;
     const refused = openKafkaConnection({ brokers: kafkaScramBrokers(), sasl: { ...sasl, password: wrong } });
     const error = await refused.connect().then(
@@ -89,7 +92,9 @@ describe("SASL/SCRAM", () => {
       (e: unknown) => e,
     );
     await refused.close();
-    expect(error, "a wrong password was accepted").toBeInstanceOf(Error);
+    expect(error, "a wrong password was accepted").toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).message).toMatch(/^sasl: /);
+    expect(isTransientKafkaFailure(error), "a refused password is retried as transient").toBe(false);
     const shown = JSON.stringify(error, Object.getOwnPropertyNames(error)) + String((error as Error).stack);
     expect(shown).not.toContain(wrong);
     expect(shown).not.toContain(password);
