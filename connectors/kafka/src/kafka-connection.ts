@@ -89,10 +89,12 @@ export type OffsetSpec = "earliest" | "latest" | { readonly timestamp: number };
 
 /** A committed record as fetched. Offsets and timestamps are INT64 decimal strings. */
 export interface FetchedRecord {
-  readonly offset: string;
+  /** Numbers: the decoder refuses a batch whose offsets pass 2^53 − 1. */
+  readonly offset: number;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
-  readonly timestamp: string;
+  /** ms; -1 where the producer gave none. */
+  readonly timestamp: number;
   readonly headers: KafkaHeaders;
 }
 

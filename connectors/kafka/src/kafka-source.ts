@@ -220,7 +220,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
       const split = chunk.split;
       while (values.length < maxRecords && chunk.next < chunk.records.length) {
         const raw = chunk.records[chunk.next++] as FetchedRecord;
-        const offset = Number(raw.offset);
+        const offset = raw.offset;
         if (split.end !== undefined && offset >= split.end) {
           chunk.next = chunk.records.length;
           break;
@@ -233,7 +233,7 @@ class KafkaSourceReader<T> implements SourceReader<T> {
             key: raw.key,
             value: raw.value,
             headers: raw.headers as KafkaHeaders,
-            timestamp: Number(raw.timestamp),
+            timestamp: raw.timestamp,
           }),
         );
         positions.push({ source: this.source.name, split: split.id, offset });

@@ -32,16 +32,14 @@ function withoutAborted(
     for (const message of messages) if (!message.isControlRecord) out.push(message);
     return out;
   }
-  const queue = [...aborted].sort((a, b) => {
-    const d = BigInt(a.firstOffset) - BigInt(b.firstOffset);
-    return d < 0n ? -1 : d > 0n ? 1 : 0;
-  });
+  const queue = aborted
+    .map((a) => ({ producerId: a.producerId, firstOffset: Number(a.firstOffset) }))
+    .sort((a, b) => a.firstOffset - b.firstOffset);
   const abortedProducers = new Set<string>();
   const out: DecodedRecord[] = [];
   for (const message of messages) {
-    const offset = BigInt(message.offset);
-    while (queue.length > 0 && BigInt((queue[0] as AbortedTransaction).firstOffset) <= offset) {
-      abortedProducers.add(String((queue.shift() as AbortedTransaction).producerId));
+    while (queue.length > 0 && (queue[0] as { firstOffset: number }).firstOffset <= message.offset) {
+      abortedProducers.add(String((queue.shift() as { producerId: string }).producerId));
     }
     const producerId = message.batchContext ? String(message.batchContext.producerId) : undefined;
     if (message.isControlRecord) {
@@ -56,19 +54,13 @@ function withoutAborted(
   return out;
 }
 
-/** a >= b for two non-negative INT64 decimal strings; Numbers while exact, else BigInts. */
-function offsetAtLeast(a: string, b: string): boolean {
-  if (a.length <= 15 && b.length <= 15) return Number(a) >= Number(b);
-  return BigInt(a) >= BigInt(b);
-}
-
 /**
  * The fetched messages at or after the fetch offset, in order: a fetch can begin inside a
  * record batch, whose earlier records the broker returns too (Kafka's consumers drop them).
  */
-function withinOffset(messages: readonly DecodedRecord[], fetchOffset: string): readonly DecodedRecord[] {
+function withinOffset(messages: readonly DecodedRecord[], fetchOffset: number): readonly DecodedRecord[] {
   let first = 0;
-  while (first < messages.length && !offsetAtLeast((messages[first] as DecodedRecord).offset, fetchOffset)) first++;
+  while (first < messages.length && (messages[first] as DecodedRecord).offset < fetchOffset) first++;
   if (first === 0) return messages;
   return messages.slice(first);
 }
@@ -88,14 +80,14 @@ export function committedPartitions(
       if (data.errorCode !== NO_ERROR) continue;
       const fetchOffset = asked.find((p) => p.topic === topicName && p.partition === data.partition)?.fetchOffset;
       if (fetchOffset === undefined) continue;
-      const within = withinOffset(data.messages, String(fetchOffset));
+      const within = withinOffset(data.messages, Number(fetchOffset));
       const last = within[within.length - 1];
       const committed = withoutAborted(within, data.abortedTransactions);
       out.push({
         topic: topicName,
         partition: data.partition,
         records: committed as FetchedRecord[],
-        nextOffset: last ? (BigInt(last.offset) + 1n).toString() : undefined,
+        nextOffset: last ? String(last.offset + 1) : undefined,
         highWatermark: data.highWatermark,
         lastStableOffset: data.lastStableOffset,
       });

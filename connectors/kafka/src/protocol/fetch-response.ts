@@ -27,10 +27,10 @@ export type Decompress = (codec: number, data: Buffer) => Buffer | Promise<Buffe
 
 /** One decoded record of a Fetch response, control records included. */
 export interface DecodedRecord {
-  offset: string;
+  offset: number;
   key: Buffer | null;
   value: Buffer | null;
-  timestamp: string;
+  timestamp: number;
   headers: KafkaHeaders;
   isControlRecord: boolean;
   batchContext: { producerId: string; inTransaction: boolean };
@@ -66,6 +66,9 @@ export class CorruptRecordBatchError extends ExactlyError {
     super("KAFKA_CORRUPT_RECORD_BATCH", message);
   }
 }
+
+/** The headers of every record that has none: one frozen object, not one per record. */
+const NO_HEADERS: KafkaHeaders = Object.freeze({});
 
 const MAGIC_AT = 16;
 /** Batch header, from the base offset to the record count included. */
@@ -139,20 +142,12 @@ class Reader {
   }
 }
 
-/** `base + delta` of an INT64 as a decimal string; Numbers while exact. */
-function plus(base: bigint, baseNumber: number, delta: number): string {
-  if (Number.isSafeInteger(baseNumber + delta)) return String(baseNumber + delta);
-  return (base + BigInt(delta)).toString();
-}
-
 /** A batch's header fields its records need. */
 interface BatchFields {
-  readonly baseOffset: bigint;
-  readonly baseOffsetNumber: number;
-  readonly firstTimestamp: bigint;
-  readonly firstTimestampNumber: number;
+  readonly baseOffset: number;
+  readonly firstTimestamp: number;
   /** Every record's time, for a log-append-time batch. */
-  readonly logAppendTime: string | undefined;
+  readonly logAppendTime: number | undefined;
   readonly isControlBatch: boolean;
   readonly context: DecodedRecord["batchContext"];
 }
@@ -176,7 +171,7 @@ function decodeRecords(
     const key = reader.bytes();
     const value = reader.bytes();
     const headerCount = reader.varint();
-    const headers: KafkaHeaders = {};
+    const headers: KafkaHeaders = headerCount === 0 ? NO_HEADERS : {};
     for (let h = 0; h < headerCount; h++) {
       const nameLength = reader.varint();
       const name = buf.toString("utf8", reader.pos, reader.pos + nameLength);
@@ -189,10 +184,10 @@ function decodeRecords(
     }
     reader.pos = recordEnd;
     out.push({
-      offset: plus(batch.baseOffset, batch.baseOffsetNumber, offsetDelta),
+      offset: batch.baseOffset + offsetDelta,
       key,
       value,
-      timestamp: batch.logAppendTime ?? plus(batch.firstTimestamp, batch.firstTimestampNumber, timestampDelta),
+      timestamp: batch.logAppendTime ?? batch.firstTimestamp + timestampDelta,
       headers,
       isControlRecord: batch.isControlBatch,
       batchContext: batch.context,
@@ -227,22 +222,24 @@ async function decodeBatches(
       );
     }
     const attributes = buf.readInt16BE(pos + 21);
-    const baseOffset = buf.readBigInt64BE(pos);
-    const firstTimestamp = buf.readBigInt64BE(pos + 27);
+    const baseOffset = Number(buf.readBigInt64BE(pos));
+    const count = buf.readInt32BE(pos + 57);
+    const lastOffset = baseOffset + buf.readInt32BE(pos + 23);
+    if (!Number.isSafeInteger(lastOffset)) {
+      throw new UnsupportedMessageFormatError(
+        `a fetched record batch at offset ${buf.readBigInt64BE(pos)} reaches past 2^53 − 1, the last offset a record's number holds exactly`,
+      );
+    }
     const batch: BatchFields = {
       baseOffset,
-      baseOffsetNumber: Number(baseOffset),
-      firstTimestamp,
-      firstTimestampNumber: Number(firstTimestamp),
-      logAppendTime:
-        (attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0 ? buf.readBigInt64BE(pos + 35).toString() : undefined,
+      firstTimestamp: Number(buf.readBigInt64BE(pos + 27)),
+      logAppendTime: (attributes & TIMESTAMP_TYPE_LOG_APPEND) !== 0 ? Number(buf.readBigInt64BE(pos + 35)) : undefined,
       isControlBatch: (attributes & CONTROL) !== 0,
       context: {
         producerId: buf.readBigInt64BE(pos + 43).toString(),
         inTransaction: (attributes & TRANSACTIONAL) !== 0,
       },
     };
-    const count = buf.readInt32BE(pos + 57);
     const codec = attributes & COMPRESSION_MASK;
     if (codec === 0) {
       decodeRecords(buf, pos + BATCH_HEADER, batchEnd, count, batch, out);

@@ -105,12 +105,12 @@ describe("Fetch response bytes", () => {
     const [partition] = decoded.responses[0]?.partitions ?? [];
     expect(partition?.highWatermark).toBe("1000");
     const records = partition?.messages ?? [];
-    expect(records.map((r) => r.offset)).toEqual(["100", "101", "102", "103"]);
+    expect(records.map((r) => r.offset)).toEqual([100, 101, 102, 103]);
     expect(records.map((r) => [text(r.key), text(r.value), r.timestamp])).toEqual([
-      ["k", "v", "1700000000001"],
-      [null, null, "1700000000002"],
-      ["", "", "1699999999999"],
-      [Buffer.from("é日本").toString("latin1"), "\u0000\u00ff\u0080", "1700000000003"],
+      ["k", "v", 1700000000001],
+      [null, null, 1700000000002],
+      ["", "", 1699999999999],
+      [Buffer.from("é日本").toString("latin1"), "\u0000\u00ff\u0080", 1700000000003],
     ]);
     expect(records[3]?.headers).toEqual({ a: Buffer.from("1"), b: [Buffer.from("x"), Buffer.from([7])] });
   });
@@ -129,10 +129,10 @@ describe("Fetch response bytes", () => {
     });
     expect(codecs).toEqual([1]);
     expect(decoded.responses[0]?.partitions[0]?.messages.map((r) => [r.offset, text(r.value)])).toEqual([
-      ["7", "v"],
-      ["8", null],
-      ["9", ""],
-      ["10", "\u0000\u00ff\u0080"],
+      [7, "v"],
+      [8, null],
+      [9, ""],
+      [10, "\u0000\u00ff\u0080"],
     ]);
     await expect(decodeFetchResponse(11, response(gz))).rejects.toBeInstanceOf(UnsupportedCompressionError);
   });
@@ -144,13 +144,19 @@ describe("Fetch response bytes", () => {
     const old = batch(shapes, { baseOffset: 0n });
     old[16] = 1;
     await expect(decodeFetchResponse(11, response(old))).rejects.toBeInstanceOf(UnsupportedMessageFormatError);
+    // Offsets are numbers: a batch reaching past 2^53 − 1 is refused, never read rounded.
+    const far = batch(shapes, { baseOffset: 2n ** 53n - 2n });
+    await expect(decodeFetchResponse(11, response(far))).rejects.toThrow(/past 2\^53/);
+    const near = batch(shapes, { baseOffset: 2n ** 53n - 5n });
+    const decoded = await decodeFetchResponse(11, response(near));
+    expect(decoded.responses[0]?.partitions[0]?.messages.at(-1)?.offset).toBe(Number.MAX_SAFE_INTEGER - 1);
   });
 
   it("stops at a batch cut short by the fetch's size limit", async () => {
     const whole = batch(shapes, { baseOffset: 0n });
     const next = batch(shapes, { baseOffset: 4n });
     const decoded = await decodeFetchResponse(11, response(Buffer.concat([whole, next.subarray(0, next.length - 3)])));
-    expect(decoded.responses[0]?.partitions[0]?.messages.map((r) => r.offset)).toEqual(["0", "1", "2", "3"]);
+    expect(decoded.responses[0]?.partitions[0]?.messages.map((r) => r.offset)).toEqual([0, 1, 2, 3]);
   });
 
   it("read_committed: drops control records and the records of aborted transactions, also when two interleave; keeps the fetch offset and where the next fetch starts", async () => {
