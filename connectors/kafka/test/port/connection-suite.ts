@@ -79,6 +79,44 @@ export function kafkaConnectionSuite(name: string, server: SuiteServer): void {
       expect((error as KafkaUnknownTopicsError).topics).toEqual([missing]);
     });
 
+    it("creates a topic with its partitions and configs once, and answers what an existing one has", async () => {
+      const topic = uniqueName("port-ensure");
+      const connection = await connected();
+      const configs = { "cleanup.policy": "delete", "retention.ms": "-1" };
+      const made = await connection.ensureTopic({ topic, partitions: 3, configs });
+      expect(made).toEqual({ created: true, partitions: 3, configs });
+      // A second call (another process) finds it, and says what it has, not what was asked.
+      const found = await connection.ensureTopic({ topic, partitions: 5, configs: { "cleanup.policy": "compact" } });
+      expect(found).toEqual({ created: false, partitions: 3, configs: { "cleanup.policy": "delete" } });
+      expect(await connection.partitions([topic])).toEqual(new Map([[topic, [0, 1, 2]]]));
+    });
+
+    it("deletes a partition's records before an offset: a fetch there is refused, the rest still read", async () => {
+      const topic = await topicWith(1);
+      const connection = await connected();
+      const reader = await connected({ readCommitted: true });
+      const producer = await connection.plainProducer({ idempotent: true });
+      await producer.sendBatch(values(topic, 0, [1, 2, 3, 4]), -1);
+      await connection.deleteRecordsBefore(topic, [{ partition: 0, offset: 2 }]);
+      const [earliest] = await reader.listOffsets([{ topic, partition: 0 }], "earliest");
+      expect(earliest?.offset).toBe(2);
+      expect(
+        await rejection(
+          reader.fetchCommitted({
+            maxWaitMs: 0,
+            maxBytes: 1 << 20,
+            partitions: [{ topic, partition: 0, fetchOffset: 0, maxBytes: 1 << 20 }],
+          }),
+        ),
+      ).toBeInstanceOf(KafkaOffsetOutOfRangeError);
+      const [rest] = await reader.fetchCommitted({
+        maxWaitMs: 0,
+        maxBytes: 1 << 20,
+        partitions: [{ topic, partition: 0, fetchOffset: 2, maxBytes: 1 << 20 }],
+      });
+      expect(rest?.records.map((r) => r.value?.toString())).toEqual(["3", "4"]);
+    });
+
     it("answers the brokers' transaction.max.timeout.ms", async () => {
       const connection = await connected();
       expect(await connection.transactionMaxTimeoutMs()).toEqual(expect.any(Number));
@@ -231,7 +269,7 @@ export function kafkaConnectionSuite(name: string, server: SuiteServer): void {
       expect(Buffer.from(first?.headers.b as Buffer)).toEqual(Buffer.from([0, 255]));
       expect(second?.key?.toString()).toBe("k");
       expect(second?.value).toBeNull();
-      expect(second?.timestamp).toBe("1700000000000");
+      expect(second?.timestamp).toBe(1700000000000);
       expect(fetched?.nextOffset).toBe("2");
     });
 
