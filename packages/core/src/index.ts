@@ -42,9 +42,16 @@ export type { Key } from "./operators/key-groups.ts";
 export type { KeyedProcessContext, KeyedProcessFunction, ValueState } from "./operators/keyed-process.ts";
 export { type AggregateFunction, TumblingEventTimeWindows, type WindowResult } from "./operators/window.ts";
 export type { Batch, RecordPosition } from "./records.ts";
-export { DataStream, KeyedStream, type StageOptions, WindowedStream } from "./runtime/api/data-stream.ts";
+export {
+  DataStream,
+  type KeyByOptions,
+  KeyedStream,
+  type StageOptions,
+  WindowedStream,
+} from "./runtime/api/data-stream.ts";
 export type { WatermarkStrategy } from "./runtime/api/job-graph.ts";
 export { type JobModule, type JobRuntime, type LoadJobOptions, loadJob } from "./runtime/api/job-module.ts";
+export { FIRST_GROUP, type Repartition, type RepartitionRoute } from "./runtime/api/repartition.ts";
 export {
   type CheckpointOptions,
   type ShardLeaseSettings,

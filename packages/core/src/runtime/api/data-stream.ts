@@ -1,4 +1,4 @@
-import { RecordProcessingError } from "../../errors.ts";
+import { ConfigurationError, RecordProcessingError } from "../../errors.ts";
 import type { Key } from "../../operators/key-groups.ts";
 import { type KeyedProcessFunction, KeyedProcessOperator } from "../../operators/keyed-process.ts";
 import type { KeyedOperator } from "../../operators/operator.ts";
@@ -10,8 +10,10 @@ import {
 } from "../../operators/window.ts";
 import type { Batch, RecordPosition } from "../../records.ts";
 import type { SinkFactory } from "../../sinks/sink.ts";
+import type { Source } from "../../sources/source.ts";
 import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
 import type { ChainStep, Partitioning, StageNode } from "./job-graph.ts";
+import { type Repartition, repartitionRoute, requireGroupName } from "./repartition.ts";
 
 /**
  * Settings of one stage: its uid (and the uid it had before a rename), its parallelism and how its
@@ -50,9 +52,24 @@ export interface StageInput {
  * so the streams do not import the job.
  */
 export interface StageBuilder {
-  addStage(stage: Omit<StageNode, "inputs" | "outputs">, input?: StageInput): StageNode;
+  /** Adds a stage in the group of its input's stage, or in `stage.group` (a source). */
+  addStage(stage: Omit<StageNode, "inputs" | "outputs" | "group"> & { group?: string }, input?: StageInput): StageNode;
   nextId(kind: string): string;
   parallelismOf(options: StageOptions | undefined): number;
+  readonly maxParallelism: number;
+}
+
+/** Options of {@link DataStream.keyBy}. @public */
+export interface KeyByOptions<T> {
+  /**
+   * Route the records between shards through this log (a Kafka repartition topic:
+   * `kafkaRepartition` in @exactly/kafka): the stages from here on are a group of their own,
+   * run as their own shards (docs/design.md §2, Groups). Without it, records cross only
+   * between the subtasks of one process, and a sharded job needs its input partitioned by key.
+   */
+  readonly across?: Repartition<T>;
+  /** The parallelism of the source that reads the log back, in the new group. Default: the job's. */
+  readonly parallelism?: number;
 }
 
 function stepError(
@@ -138,9 +155,34 @@ export class DataStream<T> {
     });
   }
 
-  /** Routes records by key so one subtask owns each key (by key group). */
-  keyBy<K extends Key>(keyOf: (value: T) => K): KeyedStream<K, T> {
-    return new KeyedStream<K, T>(this.job, this.stage, this.chain, keyOf);
+  /**
+   * Routes records by key so one subtask owns each key (by key group); with `across`, between
+   * the shards of two groups through a log.
+   */
+  keyBy<K extends Key>(keyOf: (value: T) => K, options: KeyByOptions<T> = {}): KeyedStream<K, T> {
+    const across = options.across;
+    if (!across) return new KeyedStream<K, T>(this.job, this.stage, this.chain, keyOf);
+    requireGroupName(across.group, "group");
+    if (across.group === this.stage.group)
+      throw new ConfigurationError(
+        "group",
+        `repartition ${across.uid} leads into group "${across.group}", the group it starts from: name another`,
+      );
+    const route = repartitionRoute(keyOf as (value: T) => Key, this.job.maxParallelism, across.partitions);
+    // The write runs in the producing subtasks (a forward edge): no hop before the log.
+    this.job.addStage(
+      { id: across.uid, kind: "sink", parallelism: this.stage.parallelism, sink: across.writer(route) },
+      { from: this.stage, chain: this.chain, partitioning: { kind: "forward" } },
+    );
+    const read = this.job.addStage({
+      id: `source:${across.uid}`,
+      kind: "source",
+      group: across.group,
+      reads: { uid: across.uid, partitions: across.partitions },
+      parallelism: this.job.parallelismOf(options),
+      source: across.reader(route) as Source<unknown>,
+    });
+    return new KeyedStream<K, T>(this.job, read, [], keyOf);
   }
 
   /** Writes the stream to a sink; `name` must be unique in the job: it prefixes everything the sink creates. */
@@ -183,9 +225,11 @@ export class KeyedStream<K extends Key, T> {
     kind: string,
     operator: () => KeyedOperator<T, OUT>,
     options: StageOptions,
+    eventTime = false,
   ): DataStream<OUT> {
     const stage = this.job.addStage(
       {
+        ...(eventTime ? { eventTime: true as const } : {}),
         id: options.uid ?? this.job.nextId(kind),
         ...(options.renamedFrom === undefined ? {} : { renamedFrom: options.renamedFrom }),
         kind: "operator",
@@ -217,7 +261,7 @@ export class KeyedStream<K extends Key, T> {
     aggregate: AggregateFunction<T, ACC, OUT>,
     options: StageOptions,
   ): DataStream<WindowResult<K, OUT>> {
-    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options);
+    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options, true);
   }
 }
 

@@ -5,6 +5,7 @@ import type { ShardSpec } from "../../shards/shard-spec.ts";
 import type { SinkFactory } from "../../sinks/sink.ts";
 import type { Source } from "../../sources/source.ts";
 import type { ExchangeCodec } from "../engine/exchange/exchange-codec.ts";
+import type { FIRST_GROUP } from "./repartition.ts";
 
 /** A stateless step (map, filter, flatMap) run inside the producing subtask: no channel hop. */
 // biome-ignore lint/suspicious/noExplicitAny: a chain mixes record types step by step
@@ -51,6 +52,16 @@ export interface StageNode {
   /** The uid the stage had before, whose checkpointed state it takes (I10, runtime/engine/restore-identity.ts). */
   readonly renamedFrom?: string;
   readonly kind: "source" | "operator" | "sink";
+  /**
+   * The group the stage runs in (docs/design.md §2, Groups): a job with a repartition
+   * (`keyBy(keyOf, { across })`) runs each group as its own processes. Default
+   * {@link FIRST_GROUP}.
+   */
+  readonly group: string;
+  /** An operator that needs watermarks to emit (an event-time window). */
+  readonly eventTime?: true;
+  /** A source stage that reads a repartition's log back: which one, and its partitions. */
+  readonly reads?: { readonly uid: string; readonly partitions: number };
   readonly parallelism: number;
   // biome-ignore lint/suspicious/noExplicitAny: stages of any record type live in one graph
   readonly source?: Source<any>;
@@ -65,7 +76,10 @@ export interface StageNode {
 }
 
 export interface JobGraph {
+  /** The stages of the group this process runs: every stage of a job without repartitions. */
   readonly stages: readonly StageNode[];
+  /** The group these stages are, when the job has more than one. */
+  readonly group?: string;
   readonly maxParallelism: number;
   /**
    * The shard this process runs, when the job runs as several (docs/design.md §2, Shards): a

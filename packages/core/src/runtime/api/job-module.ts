@@ -52,6 +52,8 @@ export interface LoadJobOptions {
   readonly params?: Readonly<Record<string, unknown>>;
   /** Run the job as this shard of several (docs/design.md §2, Shards); handed to the module as `runtime.shard`. */
   readonly shard?: ShardSpec;
+  /** Run this group of a job with repartitions (docs/design.md §2, Groups; `exactly run --group`). */
+  readonly group?: string;
   /** The lease's timing (a shard's, or the checkpoint location's), over what the module set (`exactly run --lease-duration`). */
   readonly lease?: ShardLeaseOptions;
   /**
@@ -88,12 +90,14 @@ export async function loadJob(module: string | URL, options: LoadJobOptions = {}
   if (options.shard) job.assignShard(options.shard, options.lease);
   else if (options.lease) job.assignLease(options.lease);
   if (options.allowNonRestoredState) job.allowNonRestoredState(options.allowNonRestoredState);
+  if (options.group !== undefined) job.assignGroup(options.group);
   rememberOrigin(job, {
     url,
     export: exportName,
     params: runtime.params,
     ...(options.shard ? { shard: options.shard } : {}),
     ...(options.lease ? { lease: options.lease } : {}),
+    ...(options.group !== undefined ? { group: options.group } : {}),
   });
   return job;
 }

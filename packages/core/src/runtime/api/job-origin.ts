@@ -18,6 +18,8 @@ export interface JobOrigin {
   /** The shard it was loaded as, if any, and the lease timing it was given. */
   readonly shard?: ShardSpec;
   readonly lease?: ShardLeaseOptions;
+  /** The group it runs, of a job with repartitions. */
+  readonly group?: string;
 }
 
 const origins = new WeakMap<object, JobOrigin>();

@@ -26,6 +26,7 @@ import { DEFAULT_MAX_RESTART_DELAY_MS, type RestartStrategy } from "../runner/re
 import { DataStream, type StageInput, type StageOptions } from "./data-stream.ts";
 import type { Edge, JobGraph, StageNode, WatermarkStrategy } from "./job-graph.ts";
 import { originOf } from "./job-origin.ts";
+import { FIRST_GROUP, requireGroupName, requirePartitionsFitShards } from "./repartition.ts";
 
 /** Where a job's checkpoints go, and how often and how long one may take. @public */
 export interface CheckpointOptions {
@@ -94,6 +95,13 @@ export interface StreamJobOptions {
    */
   readonly shard?: ShardSpec;
   /**
+   * Run only this group of a job with repartitions (docs/design.md §2, Groups): the stages
+   * between two repartitions, with checkpoints under `<storage>/group-<name>/`. `exactly run
+   * --group` and {@link loadJob}'s `group` set it. A job with repartitions refuses to run
+   * without it; a job without is the one group {@link FIRST_GROUP}.
+   */
+  readonly group?: string;
+  /**
    * The lease this process holds while it runs: a shard's, or, for a job that is not sharded,
    * its checkpoint location's (one job per location at a time). Its timing, and where it lives
    * (default: beside the checkpoints).
@@ -105,10 +113,11 @@ export interface StreamJobOptions {
 export interface ShardLeaseSettings extends ShardLeaseOptions {
   /**
    * The lease record of a shard: S3ConditionalRecord, PostgresConditionalRecord, … A job that
-   * is not sharded is shard 0 of 1 here. Default: beside the checkpoints; a checkpoint storage
+   * is not sharded is shard 0 of 1 here; a job run as groups gets the group too, and each
+   * group needs records of its own. Default: beside the checkpoints; a checkpoint storage
    * without conditional records, and no record given, runs unguarded (with a warning).
    */
-  readonly record?: (shard: ShardSpec) => ConditionalRecord<LeaseState>;
+  readonly record?: (shard: ShardSpec, group?: string) => ConditionalRecord<LeaseState>;
 }
 
 /**
@@ -128,6 +137,7 @@ export class StreamJob {
   readonly options: StreamJobOptions;
   private readonly stages: StageNode[] = [];
   private assignedShard: ShardSpec | undefined;
+  private assignedGroup: string | undefined;
   private assignedLease: ShardLeaseOptions | undefined;
   private readonly allowedNonRestored: string[] = [];
   private readonly ids = new Set<string>();
@@ -150,13 +160,15 @@ export class StreamJob {
     if (options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 0))
       throw new ConfigurationError("workers", `must be a whole number of threads, got ${options.workers}`);
     if (options.shard) requireShard(options.shard, "shard");
+    if (options.group !== undefined) requireGroupName(options.group, "group");
     if (options.id !== undefined && options.id.trim() === "")
       throw new ConfigurationError("id", "must not be empty: it names the job whose checkpoints a location holds");
   }
 
-  /** The job's identity: its name, and the id its checkpoints carry (I10). */
+  /** The job's identity: its name, and the id its checkpoints carry (I10); and the group this process runs, of several. */
   get identity(): JobIdentity {
-    return { name: this.options.name, id: this.options.id ?? this.options.name };
+    const group = this.groups.length > 1 ? this.group : undefined;
+    return { name: this.options.name, id: this.options.id ?? this.options.name, ...(group ? { group } : {}) };
   }
 
   /** The shard this process runs, from the options or from {@link loadJob}; undefined: the whole job. */
@@ -195,7 +207,7 @@ export class StreamJob {
   }
 
   /** @internal */
-  addStage(stage: Omit<StageNode, "inputs" | "outputs">, input?: StageInput): StageNode {
+  addStage(stage: Omit<StageNode, "inputs" | "outputs" | "group"> & { group?: string }, input?: StageInput): StageNode {
     if (this.ids.has(stage.id)) {
       const setting = stage.kind === "sink" ? "sink name" : "uid";
       throw new ConfigurationError(
@@ -210,8 +222,14 @@ export class StreamJob {
         `stage ${stage.id} has parallelism ${stage.parallelism} above maxParallelism ${this.maxParallelism}`,
       );
     }
+    const group = input?.from.group ?? stage.group ?? FIRST_GROUP;
+    if (input === undefined && stage.group !== undefined && this.stages.some((s) => s.group === group))
+      throw new ConfigurationError(
+        "group",
+        `group "${group}" is led into twice in job ${this.options.name}; name each repartition's group once`,
+      );
     this.ids.add(stage.id);
-    const node: StageNode = { ...stage, inputs: [], outputs: [] };
+    const node: StageNode = { ...stage, group, inputs: [], outputs: [] };
     if (input) {
       if (input.partitioning.kind === "forward" && input.from.parallelism !== node.parallelism) {
         throw new ConfigurationError(
@@ -255,19 +273,74 @@ export class StreamJob {
     return new DataStream<T>(this, stage, []);
   }
 
+  /** The groups of the job's stages, in the order they were made; one for a job without repartitions. */
+  get groups(): string[] {
+    return [...new Set(this.stages.map((s) => s.group))];
+  }
+
+  /** The group this process runs (from the options or loadJob); undefined for a job of one group. */
+  get group(): string | undefined {
+    return this.options.group ?? this.assignedGroup;
+  }
+
+  /** @internal loadJob's `group` (`exactly run --group`). */
+  assignGroup(group: string): void {
+    if (this.options.group !== undefined && this.options.group !== group)
+      throw new ConfigurationError(
+        "group",
+        `the job module set group "${this.options.group}", and it was loaded as group "${group}"`,
+      );
+    this.assignedGroup = requireGroupName(group, "group");
+  }
+
+  /** The stages this process runs: the selected group's, or all of a job of one group. */
+  private groupStages(): { stages: StageNode[]; group?: string } {
+    const groups = this.groups;
+    const selected = this.group;
+    if (selected === undefined) {
+      if (groups.length <= 1) return { stages: this.stages };
+      throw new ConfigurationError(
+        "group",
+        `job ${this.options.name} runs as the groups ${groups.map((g) => `"${g}"`).join(", ")}, each in processes of its own: ` +
+          "run each one (`exactly run --group <name>`, loadJob's group)",
+      );
+    }
+    if (!groups.includes(selected))
+      throw new ConfigurationError(
+        "group",
+        `job ${this.options.name} has no group "${selected}"; its groups: ${groups.map((g) => `"${g}"`).join(", ")}`,
+      );
+    const stages = this.stages.filter((s) => s.group === selected);
+    const reader = stages.find((s) => s.reads);
+    const window = stages.find((s) => s.eventTime);
+    if (reader && window)
+      throw new ConfigurationError(
+        "window",
+        `stage ${window.id} of group "${selected}" is an event-time window after repartition ${reader.reads?.uid}, and event time does not cross a repartition yet: ` +
+          "its windows would never fire (docs/design.md §10)",
+      );
+    return groups.length > 1 ? { stages, group: selected } : { stages };
+  }
+
   /** @internal The job's stages as the engine runs them; refuses a job without a sink, or too wide for its shards. */
   graph(): JobGraph {
-    if (!this.stages.some((s) => s.kind === "sink")) throw new ConfigurationError("sinkTo", "the job has no sink");
+    const { stages, group } = this.groupStages();
+    const grouped = group === undefined ? {} : { group };
+    if (!stages.some((s) => s.kind === "sink"))
+      throw new ConfigurationError("sinkTo", `${group === undefined ? "the job" : `group "${group}"`} has no sink`);
     const shard = this.shard;
-    if (!shard) return { stages: this.stages, maxParallelism: this.maxParallelism };
-    for (const stage of this.stages) {
+    if (!shard) return { stages, maxParallelism: this.maxParallelism, ...grouped };
+    for (const stage of stages) {
+      if (stage.reads) requirePartitionsFitShards(stage.reads.uid, stage.reads.partitions, shard.count);
+    }
+    for (const stage of stages) {
       if (globalParallelism(shard, stage.parallelism) > this.maxParallelism)
         throw new ConfigurationError(
           "maxParallelism",
           `stage ${stage.id} runs ${stage.parallelism} subtasks in each of ${shard.count} shards, ${globalParallelism(shard, stage.parallelism)} in all, above maxParallelism ${this.maxParallelism}`,
         );
     }
-    return { stages: this.stages, maxParallelism: this.maxParallelism, shard };
+    return { stages, maxParallelism: this.maxParallelism, shard, ...grouped };
   }
 
   /**
@@ -281,9 +354,9 @@ export class StreamJob {
     storage: CheckpointStorage;
   } {
     const graph = this.graph();
-    const cp = this.options.checkpoint;
-    const configured = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    const configured = this.groupStorage(graph.group);
     const storage = graph.shard ? new ShardCheckpointStorage(configured, graph.shard) : configured;
+    const cp = this.options.checkpoint;
     const base: Omit<ExecutionOptions, "listener"> = {
       jobName: this.options.name,
       job: this.identity,
@@ -302,6 +375,19 @@ export class StreamJob {
       metrics: this.options.metrics ?? noMetrics,
     };
     return { graph, base, restart: this.options.restart ?? {}, storage };
+  }
+
+  /** The checkpoint storage of the job, or of its group `<storage>/group-<name>/` when it runs as groups. */
+  private groupStorage(group: string | undefined): CheckpointStorage {
+    const cp = this.options.checkpoint;
+    const configured = typeof cp.storage === "string" ? new FileSystemCheckpointStorage(cp.storage) : cp.storage;
+    if (group === undefined) return configured;
+    if (!configured.scoped)
+      throw new ConfigurationError(
+        "checkpoint.storage",
+        "a job run as groups keeps each group's checkpoints in a folder of the location: this storage has none (use a directory or S3CheckpointStorage)",
+      );
+    return configured.scoped(groupScope(group));
   }
 
   /** What the launch decision reads from this job. */
@@ -341,8 +427,10 @@ export class StreamJob {
    * (lease and checkpoint head), or of its checkpoint location in a job that is not sharded.
    */
   private owner(storage: CheckpointStorage, logger: Logger): JobOwner | undefined {
-    const { record, ...timing } = this.leaseSettings();
-    const job = this.options.name;
+    const { record: given, ...timing } = this.leaseSettings();
+    const group = this.identity.group;
+    const record = given && ((shard: ShardSpec) => given(shard, group));
+    const job = group === undefined ? this.options.name : `${this.options.name} (group ${group})`;
     // A job that is not sharded is shard 0 of 1 to `lease.record`.
     const unsharded = () => (record ? record({ index: 0, count: 1 }) : storage.record?.<LeaseState>("lease"));
     if (storage instanceof ShardCheckpointStorage) {
@@ -375,4 +463,9 @@ export class StreamJob {
   execute(events: JobEvents = {}): Promise<JobResult> {
     return this.start(events).result;
   }
+}
+
+/** The folder of a group's checkpoints in the job's location. */
+export function groupScope(group: string): string {
+  return `group-${group}`;
 }

@@ -15,6 +15,8 @@ import type { JobGraph, StageNode } from "../api/job-graph.ts";
 export interface JobIdentity {
   readonly name: string;
   readonly id: string;
+  /** The group of a job run as several (docs/design.md §2, Groups): each keeps checkpoints of its own. */
+  readonly group?: string;
 }
 
 type StageKind = StageNode["kind"];
@@ -48,6 +50,12 @@ export function admitRestored(
   const { metadata } = restored;
   const id = metadata.checkpointId;
   const writer = identityOf(metadata);
+  if (writer.id === job.id && writer.group !== job.group)
+    throw new ConfigurationError(
+      "group",
+      `checkpoint ${id} at this location was written by ${writer.group === undefined ? "the job run whole" : `group "${writer.group}"`} of job "${writer.name}", ` +
+        `and this process runs ${job.group === undefined ? "the job whole" : `its group "${job.group}"`}: each group keeps its checkpoints in a folder of its own (group-<name>)`,
+    );
   if (writer.id !== job.id)
     throw new ConfigurationError(
       "id",

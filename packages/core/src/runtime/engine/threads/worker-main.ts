@@ -128,6 +128,7 @@ async function start(): Promise<void> {
     params: setup.origin.params,
     ...(setup.origin.shard ? { shard: setup.origin.shard } : {}),
     ...(setup.origin.lease ? { lease: setup.origin.lease } : {}),
+    ...(setup.origin.group !== undefined ? { group: setup.origin.group } : {}),
     runtime: { logger, metrics },
   });
   const { graph, base, restart, storage } = job.executionSetup();
