@@ -10,6 +10,7 @@ export {
 // `KafkaSink` was one class for every guarantee; it is now the type of what `kafkaSink()`
 // makes. Construct `KafkaTransactionalSink` (EXACTLY_ONCE), `KafkaAtLeastOnceSink` or
 // `KafkaNoGuaranteeSink` directly, or let `kafkaSink({ guarantee })` pick.
+export { type KafkaRepartitionOptions, kafkaRepartition } from "./kafka-repartition.ts";
 export { type KafkaSink, type KafkaSinkOptions, type KafkaSinkTransaction, kafkaSink } from "./kafka-sink.ts";
 export {
   type KafkaRecord,

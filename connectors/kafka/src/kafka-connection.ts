@@ -137,6 +137,19 @@ export interface KafkaConnection {
    * {@link KafkaUnknownTopicsError} naming the topics the cluster does not have.
    */
   partitions(topics: readonly string[]): Promise<Map<string, number[]>>;
+  /**
+   * CreateTopics for `topic` with `partitions` partitions and `configs`, unless the cluster has
+   * it (another process may create it at the same time); then, from fresh metadata once every
+   * partition has a leader, the topic's partition count and the values it has of the configs
+   * named. `created` says whether this call made it.
+   */
+  ensureTopic(request: {
+    readonly topic: string;
+    readonly partitions: number;
+    readonly configs: Readonly<Record<string, string>>;
+  }): Promise<{ created: boolean; partitions: number; configs: Record<string, string | undefined> }>;
+  /** DeleteRecords: each partition's records before its offset go (its log start offset moves up to it). */
+  deleteRecordsBefore(topic: string, offsets: ReadonlyArray<{ partition: number; offset: number }>): Promise<void>;
 
   // ---- writing ------------------------------------------------------------------------------
 

@@ -62,6 +62,12 @@ export interface KafkaSourceOptions<T> extends KafkaConnectionOptions {
    */
   readonly maxBytes?: number;
   readonly maxPartitionBytes?: number;
+  /**
+   * Which subtask reads split i (the topics' partitions in order: topics as given, partitions
+   * by number). Default: subtask i mod parallelism. A repartition topic's reader gives each
+   * subtask the partitions of its key groups.
+   */
+  readonly splitOwner?: (splitIndex: number, context: SourceReaderContext) => boolean;
 }
 
 /**
@@ -152,7 +158,8 @@ class KafkaSourceReader<T> implements SourceReader<T> {
         throw new ConfigurationError("topics", `topic ${topic} has no partitions (does it exist?)`);
       for (const partition of partitions) all.push({ topic, partition });
     }
-    const owned = all.filter((_, index) => ownsSplit(index, this.context));
+    const owner = this.source.options.splitOwner ?? ownsSplit;
+    const owned = all.filter((_, index) => owner(index, this.context));
     const restored = this.context.restoredPositions;
     const missing = owned.filter((p) => typeof restored?.get(splitId(p.topic, p.partition)) !== "number");
     const starts = await this.startOffsets(missing);

@@ -66,6 +66,8 @@ function deferred(load: () => Promise<KafkaConnection>): KafkaConnection {
     },
     transactionMaxTimeoutMs: async () => (await real()).transactionMaxTimeoutMs(),
     partitions: async (topics) => (await real()).partitions(topics),
+    ensureTopic: async (request) => (await real()).ensureTopic(request),
+    deleteRecordsBefore: async (topic, offsets) => (await real()).deleteRecordsBefore(topic, offsets),
     beginTransaction: async (options) => (await real()).beginTransaction(options),
     plainProducer: async (options) => (await real()).plainProducer(options),
     endTransaction: async (handle, commit) => (await real()).endTransaction(handle, commit),

@@ -150,6 +150,77 @@ class PlatformaticConnection implements KafkaConnection {
     return maximum;
   }
 
+  async ensureTopic(request: {
+    readonly topic: string;
+    readonly partitions: number;
+    readonly configs: Readonly<Record<string, string>>;
+  }): Promise<{ created: boolean; partitions: number; configs: Record<string, string | undefined> }> {
+    const { topic } = request;
+    const exists = async () =>
+      (await inPortTerms("Metadata", () => this.admin.listTopics({ includeInternals: false }))).includes(topic);
+    let created = false;
+    if (!(await exists())) {
+      try {
+        await inPortTerms("CreateTopics", () =>
+          this.admin.createTopics({
+            topics: [topic],
+            partitions: request.partitions,
+            replicas: -1,
+            configs: Object.entries(request.configs).map(([name, value]) => ({ name, value })),
+          }),
+        );
+        created = true;
+      } catch (error) {
+        // Another process created it meanwhile: what it has is checked below like any topic's.
+        if (!(await exists())) throw error;
+      }
+    }
+    const partitions = await this.partitionsWithLeaders(topic);
+    const [described] = await inPortTerms("DescribeConfigs", () =>
+      this.admin.describeConfigs({
+        resources: [
+          {
+            resourceType: ConfigResourceTypes.TOPIC,
+            resourceName: topic,
+            configurationKeys: Object.keys(request.configs),
+          },
+        ],
+      }),
+    );
+    const configs: Record<string, string | undefined> = {};
+    for (const name of Object.keys(request.configs)) {
+      configs[name] = described?.configs.find((c) => c.name === name)?.value ?? undefined;
+    }
+    return { created, partitions, configs };
+  }
+
+  /** The topic's partition count once every partition has a leader (a topic just created has none for a moment). */
+  private async partitionsWithLeaders(topic: string): Promise<number> {
+    for (let attempt = 1; ; attempt++) {
+      const metadata = await inPortTerms("Metadata", () => this.admin.metadata({ topics: [topic], forceUpdate: true }));
+      const described = metadata.topics.get(topic);
+      const count = described?.partitionsCount ?? 0;
+      const led = described ? described.partitions.filter((p) => p.leader >= 0).length : 0;
+      if (count > 0 && led === count) return count;
+      if (attempt >= 100) return count;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  async deleteRecordsBefore(
+    topic: string,
+    offsets: ReadonlyArray<{ partition: number; offset: number }>,
+  ): Promise<void> {
+    if (offsets.length === 0) return;
+    await inPortTerms("DeleteRecords", () =>
+      this.admin.deleteRecords({
+        topics: [
+          { name: topic, partitions: offsets.map((o) => ({ partition: o.partition, offset: BigInt(o.offset) })) },
+        ],
+      }),
+    );
+  }
+
   async partitions(topics: readonly string[]): Promise<Map<string, number[]>> {
     const existing = new Set(await inPortTerms("Metadata", () => this.admin.listTopics({ includeInternals: false })));
     const missing = topics.filter((t) => !existing.has(t));
