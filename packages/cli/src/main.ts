@@ -120,6 +120,10 @@ export function buildProgram(): Command {
     )
     .option("--shards <N>", "run as one of N shards, k from a StatefulSet hostname name-k", integerAtLeast(1))
     .option(
+      "--group <name>",
+      "run this group of a job with a keyBy across shards: the stages between its repartition topics, with checkpoints of its own (or EXACTLY_GROUP)",
+    )
+    .option(
       "--lease-duration <seconds>",
       "the job's lease (its shard's, or its checkpoint location's): a successor takes over after this long unrenewed",
       positiveSeconds,

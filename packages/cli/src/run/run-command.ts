@@ -23,6 +23,8 @@ export interface RunOptions {
   readonly shard?: string;
   /** N, with k from the hostname (a StatefulSet pod `name-k`). */
   readonly shards?: number;
+  /** The group of a job with repartitions this process runs (docs/design.md §2, Groups). */
+  readonly group?: string;
   /** Seconds the job's lease (its shard's, or its checkpoint location's) lasts unrenewed. */
   readonly leaseDuration?: number;
   /** Uids of sources and operators whose checkpointed state the job may start without. */
@@ -40,10 +42,12 @@ export async function runJobCommand(module: string, options: RunOptions): Promis
     env: process.env.EXACTLY_SHARD,
     hostname: hostname(),
   });
+  const group = options.group ?? (process.env.EXACTLY_GROUP || undefined);
   const job = await loadJob(resolve(module), {
     export: exportName,
     runtime: { logger, metrics: prometheus ?? noMetrics },
     ...(shard ? { shard } : {}),
+    ...(group !== undefined ? { group } : {}),
     ...(options.leaseDuration !== undefined ? { lease: { durationMs: Math.round(options.leaseDuration * 1000) } } : {}),
     ...(options.allowNonRestoredState ? { allowNonRestoredState: options.allowNonRestoredState } : {}),
   }).catch((error: unknown) => {
