@@ -15,7 +15,14 @@ import {
   uidList,
   writableFile,
 } from "./flag-parsers.ts";
-import { formatInspection, formatShards, inspectCheckpoints, inspectShards } from "./inspect/inspect-command.ts";
+import {
+  formatInspection,
+  formatShards,
+  groupLocation,
+  inspectCheckpoints,
+  inspectGroups,
+  inspectShards,
+} from "./inspect/inspect-command.ts";
 import { type LingeringRun, runLingeringCommand } from "./lingering/lingering-command.ts";
 import { fileFinder, kafkaFinder, postgresFinder, s3Finder } from "./lingering/lingering-targets.ts";
 import { runRescaleCommand } from "./rescale/rescale-command.ts";
@@ -143,6 +150,23 @@ export function buildProgram(): Command {
     .option("--s3-endpoint <url>", `for s3:// locations: ${S3_ENDPOINT_HELP}`)
     .option("--json", "print the checkpoints as JSON")
     .action(async (location: string, opts) => {
+      // A job run as groups: each group's folder is a job's location of its own.
+      const groups = await inspectGroups(location, opts);
+      if (groups.length > 0) {
+        const byGroup: Record<string, unknown> = {};
+        for (const group of groups) {
+          const at = groupLocation(location, group);
+          const sharded = await inspectShards(at, opts);
+          const reports = sharded ? undefined : await inspectCheckpoints(at, opts);
+          byGroup[group] = sharded ?? reports;
+          if (!opts.json) {
+            console.log(`group ${group}:`);
+            console.log(sharded ? formatShards(at, sharded) : formatInspection(at, reports ?? []));
+          }
+        }
+        if (opts.json) console.log(JSON.stringify({ groups: byGroup }, null, 2));
+        return;
+      }
       const sharded = await inspectShards(location, opts);
       if (sharded) {
         console.log(opts.json ? JSON.stringify(sharded, null, 2) : formatShards(location, sharded));
@@ -161,8 +185,18 @@ export function buildProgram(): Command {
     .argument("<location>", "the checkpoint location: a directory, or s3://bucket/prefix")
     .argument("<count>", "the new number of shards (the current one withdraws a declaration)", integerAtLeast(1))
     .option("--s3-endpoint <url>", `for s3:// locations: ${S3_ENDPOINT_HELP}`)
+    .option("--group <name>", "of a job run as groups: rescale this group (each group has shards of its own)")
     .action(async (location: string, count: number, opts) => {
-      console.log(await runRescaleCommand(location, count, opts));
+      if (opts.group === undefined) {
+        const groups = await inspectGroups(location, opts);
+        if (groups.length > 0)
+          throw new ConfigurationError(
+            "--group",
+            `the job at ${location} runs as the groups ${groups.join(", ")}, each with shards of its own: name the one to rescale`,
+          );
+      }
+      const at = opts.group === undefined ? location : groupLocation(location, opts.group);
+      console.log(await runRescaleCommand(at, count, opts));
     });
   const lingering = program
     .command("lingering")

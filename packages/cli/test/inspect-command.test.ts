@@ -117,6 +117,38 @@ describe("exactly inspect", () => {
     expect(text).not.toMatch(/\d+ pending/);
   });
 
+  it("of a job run as groups: each group's checkpoints under its name", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "exactly-inspect-groups-"));
+    const root = new FileSystemCheckpointStorage(dir);
+    for (const [group, checkpointId] of [
+      ["upstream", 3],
+      ["downstream", 5],
+    ] as const) {
+      const folder = root.scoped(`group-${group}`);
+      await folder.beginCheckpoint(checkpointId);
+      const { handle } = await folder.writeTaskState(checkpointId, "out/0", { pending: [] });
+      await folder.completeCheckpoint({
+        checkpointId,
+        timestamp: Date.now(),
+        jobName: "clicks",
+        job: { name: "clicks", id: "clicks", group },
+        stages: { out: { parallelism: 1, kind: "sink" } },
+        maxParallelism: 128,
+        taskStates: { "out/0": handle },
+      });
+    }
+    const [json] = await runExactly("inspect", dir, "--json");
+    const read = JSON.parse(json as string) as { groups: Record<string, CheckpointReport[]> };
+    expect(Object.keys(read.groups)).toEqual(["downstream", "upstream"]);
+    expect(read.groups.upstream?.map((c) => [c.checkpointId, c.job])).toEqual([
+      [3, { name: "clicks", id: "clicks", group: "upstream" }],
+    ]);
+    expect(read.groups.downstream?.map((c) => c.checkpointId)).toEqual([5]);
+    const text = (await runExactly("inspect", dir)).join("\n");
+    expect(text).toContain("group downstream:");
+    expect(text).toContain(`group-upstream`);
+  });
+
   it("says where checkpoints usually are, and exits 1, at a directory that holds none", async () => {
     const out = await mkdtemp(join(tmpdir(), "exactly-inspect-empty-"));
     await mkdir(join(out, ".checkpoints"));

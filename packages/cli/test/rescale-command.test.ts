@@ -30,3 +30,25 @@ describe("exactly rescale", () => {
     expect((await record.read())?.value.next).toBeUndefined();
   });
 });
+
+describe("exactly rescale of a job run as groups", () => {
+  it("rescales the group --group names, and refuses without it, naming the groups", async () => {
+    const location = await mkdtemp(join(tmpdir(), "exactly-rescale-"));
+    const record = new FileConditionalRecord<ShardLayout>(join(location, "group-downstream", "_layout"));
+    await record.replace(undefined, { count: 3, generation: 1, minEpoch: 1_700_000_000_000, base: [] });
+    await new FileConditionalRecord<ShardLayout>(join(location, "group-upstream", "_layout")).replace(undefined, {
+      count: 2,
+      generation: 1,
+      minEpoch: 1_700_000_000_000,
+      base: [],
+    });
+
+    await expect(runExactly("rescale", location, "2")).rejects.toThrow(
+      /--group: the job at .* runs as the groups downstream, upstream.*name the one to rescale/,
+    );
+    expect(await runExactly("rescale", location, "2", "--group", "downstream")).toEqual([
+      `${join(location, "group-downstream")}: rescale from 3 to 2 shards declared (layout generation 1): stop the 3 shards, then start 2; the first of them moves the layout`,
+    ]);
+    expect((await record.read())?.value).toMatchObject({ count: 3, next: 2 });
+  });
+});

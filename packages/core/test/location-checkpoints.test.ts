@@ -122,4 +122,47 @@ describe("every checkpoint of a location", () => {
     expect(base).toBeInstanceOf(CheckpointStorageError);
     expect((base as Error).message).toContain("the shard layout's base names checkpoint 3 in shard-0/epoch-10");
   });
+
+  it("of a job run as groups: every group's folder, sharded or not, each checkpoint with its group; a group's folder refused", async () => {
+    const dir = await tempDir("exactly-location-");
+    const root = new FileSystemCheckpointStorage(dir);
+    const upstream = root.scoped("group-upstream");
+    await checkpoint(upstream, 5, { job: { name: "job", id: "job", group: "upstream" } });
+    const downstream = root.scoped("group-downstream");
+    await checkpoint(downstream.scoped("shard-1").scoped("epoch-20"), 7, {
+      job: { name: "job", id: "job", group: "downstream" },
+      shard: { index: 1, count: 2 },
+      epoch: 20,
+      generation: 1,
+    });
+    await downstream
+      .scoped("shard-1")
+      .record<HeadState>("head")
+      .replace(undefined, { epoch: 20, latest: { checkpointId: 7, epoch: 20 } });
+    await downstream.record("layout").replace(undefined, { count: 2, generation: 1, minEpoch: 20, base: [] });
+
+    const read = await readLocationCheckpoints(root, dir, "--checkpoints");
+    expect(read.groups).toEqual(["downstream", "upstream"]);
+    expect(read.shards).toEqual([1]);
+    expect(read.checkpoints.map((c) => [c.group, c.shard, c.epoch, c.checkpointId])).toEqual([
+      ["downstream", 1, 20, 7],
+      ["upstream", undefined, undefined, 5],
+    ]);
+
+    // Given one group's folder, a tool would see none of the other group's pre-committed work.
+    for (const [sub, what] of [
+      ["group-upstream", 'group "upstream"'],
+      ["group-downstream", 'group "downstream"'],
+      ["group-downstream/shard-1", "a shard's folder"],
+      ["group-downstream/shard-1/epoch-20", "an epoch folder of shard 1"],
+    ] as const) {
+      const location = join(dir, sub);
+      const error = await refusal(
+        readLocationCheckpoints(new FileSystemCheckpointStorage(location), location, "--checkpoints"),
+      );
+      expect(error, sub).toBeInstanceOf(ConfigurationError);
+      expect((error as Error).message, sub).toContain(what);
+      expect((error as Error).message, sub).toContain(`give the job's root location ${dir}`);
+    }
+  });
 });

@@ -46,7 +46,7 @@ export interface CheckpointReport {
   /** Bytes of the task states; null while incomplete. */
   readonly sizeBytes: number | null;
   /** The job that wrote it (docs/design.md I10): a checkpoint is restored only into a job of this id; null while incomplete. */
-  readonly job: { readonly name: string; readonly id: string } | null;
+  readonly job: { readonly name: string; readonly id: string; readonly group?: string } | null;
   /** Every stage it holds state of: its uid (a sink's name), kind and parallelism; empty while incomplete. */
   readonly stages: ReadonlyArray<{ uid: string; kind: string | null; parallelism: number }>;
   readonly sources: ReadonlyArray<{ stage: string; subtask: number; positions: unknown }>;
@@ -95,6 +95,24 @@ async function reportsOf(location: string, storage: CheckpointStorage): Promise<
     throw new ConfigurationError("checkpoint location", `${location}: this storage cannot be inspected`);
   const now = Date.now();
   return (await withS3CredentialsHint(storage.inspect())).map((checkpoint) => report(checkpoint, now));
+}
+
+/** The groups of a job run as groups (docs/design.md §2, Groups): its `group-<name>/` folders, by name. */
+export async function inspectGroups(location: string, options: InspectOptions = {}): Promise<string[]> {
+  const storage = await openCheckpointStorage(location, options);
+  try {
+    return (await withS3CredentialsHint(storage.scopes?.() ?? Promise.resolve([])))
+      .map((name) => /^group-(.+)$/.exec(name)?.[1])
+      .filter((g): g is string => g !== undefined)
+      .sort();
+  } finally {
+    (storage as { close?: () => void }).close?.();
+  }
+}
+
+/** The location of one group's folder. */
+export function groupLocation(location: string, group: string): string {
+  return `${location.replace(/\/+$/, "")}/group-${group}`;
 }
 
 /** A sharded job's location: every `shard-k/` folder's owner, head and checkpoints; undefined if it has none. */

@@ -15,10 +15,11 @@ export interface CheckpointMetadata {
   readonly timestamp: number;
   readonly jobName: string;
   /**
-   * Who wrote it: the job's name and id (docs/design.md I10). A job restores only checkpoints
-   * of its own id; absent in checkpoints taken before it was recorded, whose id is `jobName`.
+   * Who wrote it: the job's name and id (docs/design.md I10), and the group of a job run as
+   * groups (§2, Groups). A job restores only checkpoints of its own id and group; absent in
+   * checkpoints taken before it was recorded, whose id is `jobName`.
    */
-  readonly job?: { readonly name: string; readonly id: string };
+  readonly job?: { readonly name: string; readonly id: string; readonly group?: string };
   /**
    * Per stage: the parallelism it ran with, so restore can redistribute state, and its kind
    * (for tools that read checkpoints; absent in checkpoints taken before it was recorded).

@@ -16,6 +16,8 @@ import { SHARD_SCOPE } from "./shard-spec.ts";
 
 /** One checkpoint of the location, and where in it it is. @internal */
 export interface LocationCheckpoint extends InspectedCheckpoint {
+  /** The group whose folder holds it (`group-<name>/`), of a job with groups (§2, Groups). */
+  readonly group?: string;
   /** The shard whose folder holds it; undefined for the job's unsharded checkpoints at the root. */
   readonly shard: number | undefined;
   /** Its epoch folder; undefined at the root. */
@@ -24,8 +26,10 @@ export interface LocationCheckpoint extends InspectedCheckpoint {
 
 /** @internal */
 export interface LocationCheckpoints {
-  /** The shard folders found, ascending; empty for a job that was never sharded. */
+  /** The shard folders found, ascending; empty for a job that was never sharded. Of a job with groups, every group's. */
   readonly shards: readonly number[];
+  /** The group folders found, of a job with groups (`group-<name>/`); empty otherwise. */
+  readonly groups: readonly string[];
   /**
    * The root's own checkpoints (the job before it was sharded), then each shard's, every epoch
    * folder still there, oldest first: complete or not, and whether its head names it or not.
@@ -49,6 +53,37 @@ export async function readLocationCheckpoints(
   setting: string,
 ): Promise<LocationCheckpoints> {
   const root = readable(storage, location, setting);
+  const groups = ((await root.scopes?.()) ?? [])
+    .map((name) => GROUP_SCOPE.exec(name)?.[1])
+    .filter((g): g is string => g !== undefined)
+    .sort();
+  if (groups.length === 0) {
+    const whole = await readJobFolder(root, location, setting);
+    const group = whole.checkpoints.find((c) => c.metadata?.job?.group !== undefined)?.metadata?.job?.group;
+    if (group !== undefined || GROUP_SCOPE.test(lastSegment(location)))
+      throw new ConfigurationError(
+        setting,
+        `${location} is the folder of ${group === undefined ? "a group" : `group "${group}"`} of a job run as groups (its checkpoints only), and every checkpoint of the job is needed to tell what one pre-committed: give the job's root location ${ancestor(location, 1)}`,
+      );
+    return { ...whole, groups: [] };
+  }
+  const shards = new Set<number>();
+  const checkpoints: LocationCheckpoint[] = [];
+  for (const group of groups) {
+    const folder = readable(root.scoped?.(`group-${group}`) as CheckpointStorage, location, setting);
+    const read = await readJobFolder(folder, `${location}/group-${group}`, setting);
+    for (const shard of read.shards) shards.add(shard);
+    for (const c of read.checkpoints) checkpoints.push({ ...c, group });
+  }
+  return { shards: [...shards].sort((a, b) => a - b), groups, checkpoints };
+}
+
+/** The checkpoints of one job's folder: the job's root, or one group's folder of a job with groups. */
+async function readJobFolder(
+  root: Readable,
+  location: string,
+  setting: string,
+): Promise<Omit<LocationCheckpoints, "groups">> {
   const scopes = (await root.scopes?.()) ?? [];
   const shards = scopes
     .map((name) => SHARD_SCOPE.exec(name)?.[1])
@@ -108,6 +143,13 @@ function requirePresent(
 
 const CHECKPOINT_SCOPE = /^chk-(\d+)$/;
 
+/** A group's folder in a job's location (stream-job.ts : groupScope). */
+const GROUP_SCOPE = /^group-([A-Za-z0-9][A-Za-z0-9._-]*)$/;
+
+function lastSegment(location: string): string {
+  return pathOf(location).split("/").filter(Boolean).at(-1) ?? "";
+}
+
 /**
  * A shard's folder (it has a head, or epoch folders), an epoch folder (its checkpoints name
  * their shard) or, by name where nothing else tells, a checkpoint's folder: refused, naming
@@ -131,9 +173,14 @@ async function refuseSubFolder(
     refused = { what: "a shard's folder (one shard's checkpoints)", levels: 1 };
   else if (!found.own.some((c) => c.metadata !== undefined)) refused = byName(location);
   if (!refused) return;
+  // Inside a group's folder, the job's root is one more level up.
+  const segments = pathOf(location).split("/").filter(Boolean);
+  const levels = GROUP_SCOPE.test(segments[segments.length - 1 - refused.levels] ?? "")
+    ? refused.levels + 1
+    : refused.levels;
   throw new ConfigurationError(
     setting,
-    `${location} is ${refused.what}, and every checkpoint of the job is needed to tell what one pre-committed: give the job's root location ${ancestor(location, refused.levels)}`,
+    `${location} is ${refused.what}, and every checkpoint of the job is needed to tell what one pre-committed: give the job's root location ${ancestor(location, levels)}`,
   );
 }
 
