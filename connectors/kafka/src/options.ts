@@ -35,6 +35,12 @@ export interface KafkaWriteOptions<T> extends KafkaConnectionOptions {
   readonly maxInFlightSends?: number;
   /** The codec of every record batch the sink sends (Kafka's `compression.type`). Default "none". */
   readonly compression?: KafkaCompression;
+  /**
+   * Records the serializer gives no timestamp get their event time (from the job's watermark
+   * strategy) as their Kafka timestamp, as Flink's KafkaSink does. Default false: the time of
+   * sending.
+   */
+  readonly eventTimeAsTimestamp?: boolean;
 }
 
 /** Kafka's record batch codecs. */

@@ -23,6 +23,7 @@ export class RecordWriter<T> {
   private readonly serialize: (record: T) => KafkaSinkMessage;
   private readonly topic: string | undefined;
   private readonly limits: SendLimits;
+  private readonly eventTime: boolean;
 
   constructor(options: KafkaWriteOptions<T>) {
     if (!options.brokers || options.brokers.length === 0) {
@@ -37,6 +38,7 @@ export class RecordWriter<T> {
     this.serialize = options.serializer ?? (defaultSerializer as (record: T) => KafkaSinkMessage);
     this.topic = options.topic;
     this.limits = sendLimits(options);
+    this.eventTime = options.eventTimeAsTimestamp === true;
   }
 
   /** An outbox that sends through `send`, with the sink's batching limits. */
@@ -50,6 +52,7 @@ export class RecordWriter<T> {
    */
   async write(outbox: Outbox, batch: Batch<T>): Promise<void> {
     const { values: records, positions } = batch;
+    const times = this.eventTime ? batch.timestamps : undefined;
     for (let i = 0; i < records.length; i++) {
       let topic: string;
       let message: KafkaMessage;
@@ -68,6 +71,8 @@ export class RecordWriter<T> {
             throw new TypeError(`timestamp must be an integer number of ms, got ${out.timestamp}`);
           }
           message.timestamp = String(out.timestamp);
+        } else if (times !== undefined && Number.isSafeInteger(times[i])) {
+          message.timestamp = String(times[i]);
         }
       } catch (error) {
         throw new RecordWriteError(positions[i], error);

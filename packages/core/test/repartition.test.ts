@@ -6,7 +6,6 @@ import {
   type Repartition,
   type RepartitionRoute,
   StreamJob,
-  TumblingEventTimeWindows,
 } from "../src/index.ts";
 import { keyGroupOf, keyGroupRange } from "../src/operators/key-groups.ts";
 import { repartitionRoute } from "../src/runtime/api/repartition.ts";
@@ -169,25 +168,5 @@ describe("a job with a repartition", () => {
     const { job } = await clicksJob(4, { group: "downstream" });
     const { storage } = job.executionSetup();
     expect(storage).toMatchObject({ directory: expect.stringMatching(/\/group-downstream$/) });
-  });
-});
-
-describe("event time after a repartition", () => {
-  it("is refused, naming window, while watermarks do not cross the log (windows would never fire)", async () => {
-    const job = new StreamJob({
-      name: "w",
-      maxParallelism: 16,
-      checkpoint: { storage: await tempDir() },
-      group: "downstream",
-    });
-    job
-      .fromSource(new GeneratorSource<Click>({ count: 10, generate: (i) => ({ id: i, user: `u${i % 3}` }) }))
-      .keyBy((c) => c.user, { across: memoryLog(4) })
-      .window(TumblingEventTimeWindows.of(1000))
-      .aggregate({ createAccumulator: () => 0, add: (_c, n) => n + 1, getResult: (n) => n })
-      .sinkTo(() => new MemorySink(new MemoryStore()), { name: "out" });
-    expect(() => job.graph()).toThrow(
-      /window-1 of group "downstream" is an event-time window after repartition by-user/,
-    );
   });
 });

@@ -87,6 +87,12 @@ export interface Sink<IN> {
    * checkpoints), and when the oldest began, for the pending-transactions metric.
    */
   pendingWork?(): PendingWork;
+  /**
+   * The event time of the records this subtask was given so far (the minimum over its
+   * inputs): called each time it advances, between batches. Most sinks ignore it; a
+   * repartition's log writer passes it on to the readers after the log (docs/design.md §2, Groups).
+   */
+  processWatermark?(watermark: number): void;
 }
 
 /** What a sink holds pre-committed and not yet committed, for the pending-transactions metric. @public */

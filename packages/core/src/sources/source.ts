@@ -50,6 +50,13 @@ export interface SourceReader<T> {
    * records dropped as late. Without it, the reader is treated as a single split.
    */
   activeSplits?(): readonly string[];
+  /**
+   * The reader's own event time, for a reader that knows it from its input rather than from
+   * its records' timestamps (a repartition's log reader: its writers' watermarks). Asked after
+   * every poll; the subtask emits it when it advances. Its batches carry their timestamps.
+   * A source stage with a watermark strategy does not ask it.
+   */
+  watermark?(): number | undefined;
   /** Checkpoint `checkpointId` (and every one before it) is complete. */
   notifyCheckpointComplete?(checkpointId: number): Promise<void>;
   close?(): Promise<void>;

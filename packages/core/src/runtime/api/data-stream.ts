@@ -225,11 +225,9 @@ export class KeyedStream<K extends Key, T> {
     kind: string,
     operator: () => KeyedOperator<T, OUT>,
     options: StageOptions,
-    eventTime = false,
   ): DataStream<OUT> {
     const stage = this.job.addStage(
       {
-        ...(eventTime ? { eventTime: true as const } : {}),
         id: options.uid ?? this.job.nextId(kind),
         ...(options.renamedFrom === undefined ? {} : { renamedFrom: options.renamedFrom }),
         kind: "operator",
@@ -261,7 +259,7 @@ export class KeyedStream<K extends Key, T> {
     aggregate: AggregateFunction<T, ACC, OUT>,
     options: StageOptions,
   ): DataStream<WindowResult<K, OUT>> {
-    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options, true);
+    return this.operatorStage("window", () => new WindowOperator(this.keyOf, windows, aggregate), options);
   }
 }
 

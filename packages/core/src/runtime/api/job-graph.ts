@@ -58,8 +58,6 @@ export interface StageNode {
    * {@link FIRST_GROUP}.
    */
   readonly group: string;
-  /** An operator that needs watermarks to emit (an event-time window). */
-  readonly eventTime?: true;
   /** A source stage that reads a repartition's log back: which one, and its partitions. */
   readonly reads?: { readonly uid: string; readonly partitions: number };
   readonly parallelism: number;

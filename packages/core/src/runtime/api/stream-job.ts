@@ -311,14 +311,6 @@ export class StreamJob {
         `job ${this.options.name} has no group "${selected}"; its groups: ${groups.map((g) => `"${g}"`).join(", ")}`,
       );
     const stages = this.stages.filter((s) => s.group === selected);
-    const reader = stages.find((s) => s.reads);
-    const window = stages.find((s) => s.eventTime);
-    if (reader && window)
-      throw new ConfigurationError(
-        "window",
-        `stage ${window.id} of group "${selected}" is an event-time window after repartition ${reader.reads?.uid}, and event time does not cross a repartition yet: ` +
-          "its windows would never fire (docs/design.md §10)",
-      );
     return groups.length > 1 ? { stages, group: selected } : { stages };
   }
 

@@ -60,6 +60,8 @@ export class SourceTask implements TaskBase {
   private wake: (() => void) | undefined;
   /** A source that always has records would otherwise keep I/O and timers out (see IoTurns). */
   private readonly turns = new IoTurns();
+  /** The last watermark the reader gave, without a strategy. */
+  private readerWatermark = Number.NEGATIVE_INFINITY;
   recordsOut = 0;
 
   constructor(init: {
@@ -139,7 +141,8 @@ export class SourceTask implements TaskBase {
       if (batch === null) {
         // Like Flink, an exhausted source moves event time to the end, so every window fires
         // before the final checkpoint and its results are committed with it.
-        if (this.watermarks) await this.output.broadcast({ kind: "watermark", timestamp: Number.POSITIVE_INFINITY });
+        if (this.watermarks || this.reader.watermark)
+          await this.output.broadcast({ kind: "watermark", timestamp: Number.POSITIVE_INFINITY });
         finishing = true;
         this.onFinishing();
         continue;
@@ -149,10 +152,18 @@ export class SourceTask implements TaskBase {
         await this.output.emitBatch(this.watermarks ? this.watermarks.assign(batch) : batch);
       }
       // Also after an empty poll: a split may just have turned idle.
-      const watermark = this.watermarks?.advance();
+      const watermark = this.watermarks ? this.watermarks.advance() : this.readersWatermark();
       if (watermark !== undefined) await this.output.broadcast({ kind: "watermark", timestamp: watermark });
       if (this.turns.due) await this.turns.take();
     }
+  }
+
+  /** The reader's own watermark when it advanced (SourceReader.watermark), else undefined. */
+  private readersWatermark(): number | undefined {
+    const watermark = this.reader.watermark?.();
+    if (watermark === undefined || watermark <= this.readerWatermark) return undefined;
+    this.readerWatermark = watermark;
+    return watermark;
   }
 
   private async emitBarrier(checkpointId: number): Promise<void> {
@@ -355,7 +366,9 @@ export class SinkTask extends InputTask {
     if (result) await result;
   }
 
-  protected onWatermark(): void {}
+  protected onWatermark(watermark: number): void {
+    this.sink.processWatermark?.(watermark);
+  }
 
   protected async onCheckpoint(checkpointId: number): Promise<void> {
     const state = await this.sink.snapshotState(checkpointId);
