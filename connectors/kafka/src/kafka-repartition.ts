@@ -138,7 +138,7 @@ export function kafkaRepartition<T>(options: KafkaRepartitionOptions<T>): Repart
         name: source.name,
         bounded: false,
         createReader: (context: SourceReaderContext) =>
-          new LogReader(ensure, source.createReader(context), retained > 0 ? cleanup() : undefined),
+          new LogReader(ensure, source.createReader(context), context, retained > 0 ? cleanup() : undefined),
       };
     },
   };
@@ -208,11 +208,9 @@ class WatermarkMarker {
   }
 
   message() {
-    const watermark =
-      this.watermark === Number.POSITIVE_INFINITY ? "end" : Number.isFinite(this.watermark) ? this.watermark : null;
     return {
       key: null,
-      value: JSON.stringify({ writer: this.writer, writers: this.writers, watermark }),
+      value: JSON.stringify({ writer: this.writer, writers: this.writers, watermark: toJson(this.watermark) }),
       headers: { [WATERMARK_HEADER]: "1" },
       partition: this.partition,
     };
@@ -273,15 +271,12 @@ function fetched<T>(record: KafkaRecord, deserialize: (bytes: Buffer) => T): Fet
   const parsed = JSON.parse(bytes.toString("utf8")) as {
     writer: number;
     writers: number;
-    watermark: number | string | null;
+    watermark: number | "end" | null;
   };
-  const watermark =
-    parsed.watermark === "end"
-      ? Number.POSITIVE_INFINITY
-      : typeof parsed.watermark === "number"
-        ? parsed.watermark
-        : Number.NEGATIVE_INFINITY;
-  return { marker: { writer: parsed.writer, writers: parsed.writers, watermark }, partition: record.partition };
+  return {
+    marker: { writer: parsed.writer, writers: parsed.writers, watermark: fromJson(parsed.watermark) },
+    partition: record.partition,
+  };
 }
 
 /** What a reader deletes, and how many completed checkpoints' records it keeps. */
@@ -291,6 +286,24 @@ interface Cleanup {
   readonly topic: string;
   /** A connection to delete with, opened at the first deletion. */
   readonly open: () => KafkaConnection;
+}
+
+/** Where a checkpoint keeps a partition's marks, beside the positions: `watermark:<topic>:<partition>`. */
+const MARKS = "watermark:";
+
+/** A partition's marks in a checkpoint: JSON has no infinities. */
+interface SavedMarks {
+  readonly writers: number;
+  readonly marks: ReadonlyArray<readonly [number, number | "end" | null]>;
+  readonly watermark: number | "end" | null;
+}
+
+function toJson(w: number): number | "end" | null {
+  return w === Number.POSITIVE_INFINITY ? "end" : Number.isFinite(w) ? w : null;
+}
+
+function fromJson(w: number | "end" | null): number {
+  return w === "end" ? Number.POSITIVE_INFINITY : w === null ? Number.NEGATIVE_INFINITY : w;
 }
 
 /** The writers' watermarks seen in one partition. */
@@ -319,15 +332,34 @@ class LogReader<T> implements SourceReader<T> {
   private purger: KafkaConnection | undefined;
   private lastPurge = Number.NEGATIVE_INFINITY;
 
-  constructor(ensure: () => Promise<void>, inner: SourceReader<Fetched<T>>, cleanup: Cleanup | undefined) {
+  private readonly context: SourceReaderContext;
+
+  constructor(
+    ensure: () => Promise<void>,
+    inner: SourceReader<Fetched<T>>,
+    context: SourceReaderContext,
+    cleanup: Cleanup | undefined,
+  ) {
     this.ensure = ensure;
     this.inner = inner;
+    this.context = context;
     this.cleanup = cleanup;
   }
 
   async open(): Promise<void> {
     await this.ensure();
     await this.inner.open?.();
+    // The writers' marks as the checkpoint holds them: past its positions there may be no
+    // marker again (the group before may have ended), so they are not learnt anew.
+    for (const split of this.inner.activeSplits?.() ?? []) {
+      const saved = this.context.restoredPositions?.get(`${MARKS}${split}`) as SavedMarks | undefined;
+      if (saved)
+        this.partitions.set(split, {
+          writers: saved.writers,
+          marks: new Map(saved.marks.map(([writer, w]) => [writer, fromJson(w)])),
+          watermark: fromJson(saved.watermark),
+        });
+    }
   }
 
   async poll(maxRecords: number): Promise<Batch<T> | null> {
@@ -386,6 +418,14 @@ class LogReader<T> implements SourceReader<T> {
 
   snapshotPositions(checkpointId: number): Record<string, unknown> {
     const positions = this.inner.snapshotPositions(checkpointId);
+    for (const [split, time] of this.partitions) {
+      const saved: SavedMarks = {
+        writers: time.writers,
+        marks: [...time.marks].map(([writer, w]) => [writer, toJson(w)]),
+        watermark: toJson(time.watermark),
+      };
+      positions[`${MARKS}${split}`] = saved;
+    }
     if (this.cleanup) this.taken.set(checkpointId, positions);
     return positions;
   }
@@ -409,6 +449,7 @@ class LogReader<T> implements SourceReader<T> {
     this.lastPurge = performance.now();
     const offsets: Array<{ partition: number; offset: number }> = [];
     for (const split of Object.keys(positions)) {
+      if (split.startsWith(MARKS)) continue;
       const least = Math.min(...this.completed.map((p) => Number(p[split] ?? 0)));
       const partition = Number(split.slice(split.lastIndexOf(":") + 1));
       if (least > 0 && Number.isInteger(partition)) offsets.push({ partition, offset: least });

@@ -52,6 +52,12 @@ export interface KafkaSourceOptions<T> extends KafkaConnectionOptions {
   readonly groupId?: string;
   /** Stop at the offsets that are the latest (last stable) when the reader opens: a bounded source. */
   readonly stopAtLatest?: boolean;
+  /**
+   * Stop each partition at this offset (`"topic:partition"` → offset), as Flink's
+   * `setBounded(OffsetsInitializer.offsets(…))`: a bounded source whose end does not move with
+   * what is written after it opens, nor between restarts. Every partition read must be named.
+   */
+  readonly stopAtOffsets?: Readonly<Record<string, number>>;
   /** Record → value. Default: the {@link KafkaRecord} itself. */
   readonly deserializer?: (record: KafkaRecord) => T;
   /** Longest wait of one fetch when no data is there, so idle readers let barriers through. Default 100 ms. */
@@ -91,7 +97,12 @@ export class KafkaSource<T = KafkaRecord> implements Source<T> {
     }
     this.options = options;
     this.name = options.name ?? "kafka";
-    this.bounded = options.stopAtLatest === true;
+    if (options.stopAtLatest && options.stopAtOffsets)
+      throw new ConfigurationError("stopAtOffsets", "give stopAtLatest or stopAtOffsets, not both");
+    for (const [split, offset] of Object.entries(options.stopAtOffsets ?? {}))
+      if (!Number.isSafeInteger(offset) || offset < 0)
+        throw new ConfigurationError("stopAtOffsets", `${split}: an offset is a whole number, got ${offset}`);
+    this.bounded = options.stopAtLatest === true || options.stopAtOffsets !== undefined;
   }
 
   createReader(context: SourceReaderContext): SourceReader<T> {
@@ -163,7 +174,11 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     const restored = this.context.restoredPositions;
     const missing = owned.filter((p) => typeof restored?.get(splitId(p.topic, p.partition)) !== "number");
     const starts = await this.startOffsets(missing);
-    const ends = this.options.stopAtLatest ? await this.listOffsets(owned, "latest") : undefined;
+    const ends = this.options.stopAtLatest
+      ? await this.listOffsets(owned, "latest")
+      : this.options.stopAtOffsets
+        ? fixedEnds(owned, this.options.stopAtOffsets)
+        : undefined;
     this.splits = owned.map(({ topic, partition }) => {
       const id = splitId(topic, partition);
       const fromCheckpoint = restored?.get(id);
@@ -334,6 +349,22 @@ class KafkaSourceReader<T> implements SourceReader<T> {
     await this.connection?.close();
     this.connection = undefined;
   }
+}
+
+/** `stopAtOffsets` for the partitions this reader owns; refuses a partition it does not name. */
+function fixedEnds(
+  owned: ReadonlyArray<{ topic: string; partition: number }>,
+  offsets: Readonly<Record<string, number>>,
+): Map<string, number> {
+  const ends = new Map<string, number>();
+  for (const { topic, partition } of owned) {
+    const id = splitId(topic, partition);
+    const end = offsets[id];
+    if (end === undefined)
+      throw new ConfigurationError("stopAtOffsets", `names no offset for ${id}: every partition read must have one`);
+    ends.set(id, end);
+  }
+  return ends;
 }
 
 function splitId(topic: string, partition: number): string {

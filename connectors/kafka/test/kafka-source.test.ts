@@ -109,4 +109,55 @@ describe("KafkaSource", () => {
     expect((error as ConfigurationError).setting).toBe("topics");
     expect((error as Error).message).toBe(`topics: the cluster has no topic ${missing}`);
   });
+
+  it("stops each partition at the offset stopAtOffsets gives, however much is written after, and refuses a partition it does not name", async () => {
+    const kafka = newKafka(kafkaBrokers());
+    const topic = uniqueName("source-stop-at");
+    await createTopic(kafka, topic, 2);
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    const write = (partition: number, from: number, to: number) =>
+      producer.send({
+        topic,
+        acks: -1,
+        messages: Array.from({ length: to - from }, (_, i) => ({ partition, value: String(from + i) })),
+      });
+    try {
+      await write(0, 0, 10);
+      await write(1, 100, 105);
+      const read = async (stopAtOffsets: Record<string, number>) => {
+        const store = new MemoryStore();
+        const job = new StreamJob({
+          name: uniqueName("stop-at"),
+          checkpoint: { storage: await mkdtemp(join(tmpdir(), "exactly-kafka-stop-at-")), intervalMs: 100 },
+          logger: silentLogger,
+        });
+        job
+          .fromSource(
+            new KafkaSource({
+              brokers: kafkaBrokers(),
+              topics: [topic],
+              stopAtOffsets,
+              deserializer: (r) => String(r.value),
+            }),
+          )
+          .sinkTo(() => new MemorySink<string>(store), { name: "out" });
+        await job.execute();
+        return (store.committed as string[]).map(Number).sort((a, b) => a - b);
+      };
+      // Ends past what is written: the reader waits for the rest, written while it runs.
+      const waiting = read({ [`${topic}:0`]: 12, [`${topic}:1`]: 3 });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await write(0, 10, 20);
+      expect(await waiting).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 100, 101, 102]);
+      const refused = await read({ [`${topic}:0`]: 1 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((refused as ConfigurationError).setting).toBe("stopAtOffsets");
+      expect(String(refused)).toContain(`names no offset for ${topic}:1`);
+    } finally {
+      await producer.disconnect();
+    }
+  });
 });
