@@ -67,6 +67,11 @@ export interface KafkaRepartitionOptions<T> extends KafkaConnectionOptions {
   readonly retainedCheckpoints?: number;
   /** How often at most a reader deletes, in ms (Kafka Streams' `repartition.purge.interval.ms`). Default 30 s. */
   readonly purgeIntervalMs?: number;
+  /**
+   * The consumer group the readers commit the offsets of completed checkpoints to, for lag
+   * monitoring only (positions come from checkpoints). Default `exactly-<uid>`.
+   */
+  readonly groupId?: string;
 }
 
 /**
@@ -131,6 +136,7 @@ export function kafkaRepartition<T>(options: KafkaRepartitionOptions<T>): Repart
         topics: [options.topic],
         name: uid,
         startFrom: "earliest",
+        groupId: options.groupId ?? `exactly-${uid}`,
         deserializer: (record) => fetched(record, deserialize),
         splitOwner: (partition, context) => route.readsPartition(partition, context),
       });

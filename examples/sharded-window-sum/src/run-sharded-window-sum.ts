@@ -4,9 +4,10 @@
  * own, while the input is written. At seeded moments of the writing it SIGKILLs a process of
  * either group and starts the same shard again at once (as a StatefulSet does); once in each
  * group it pauses a process (SIGSTOP) while a replacement takes its shard and commits, then
- * resumes it, a zombie that must be fenced; and once it rescales the group after from 3 shards
- * to 2 (SIGTERM, `declareRescale`, 2 new processes). Then it checks every window of the output
- * against a batch computation of the input.
+ * resumes it, a zombie that must be fenced; and it rescales each group once (SIGTERM,
+ * `declareRescale`, the new count of processes): the group before from 2 shards to 3, so the
+ * topic gets a new set of writers, and the group after from 3 to 2. Then it checks every
+ * window of the output against a batch computation of the input.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -30,7 +31,8 @@ import {
 
 const DOWNSTREAM = "downstream";
 const SHARDS = { [FIRST_GROUP]: 2, [DOWNSTREAM]: 3 } as const;
-const RESCALED_TO = 2;
+/** Each group is rescaled once: the group before to 3 shards (3 writers of the topic), the group after to 2. */
+const RESCALED_TO = { [FIRST_GROUP]: 3, [DOWNSTREAM]: 2 } as const;
 
 export interface ShardedWindowSumOptions {
   readonly brokers: readonly string[];
@@ -42,6 +44,8 @@ export interface ShardedWindowSumOptions {
   readonly seed: number;
   /** The shards' lease: how long a paused owner keeps its shard. Default 1 s. */
   readonly leaseMs?: number;
+  /** Keep every record of the repartition topic (its readers delete none), to read it whole after. */
+  readonly keepRepartitionTopic?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -56,7 +60,10 @@ export interface ShardedWindowSumResult {
   readonly windows: number;
   readonly kills: { readonly upstream: number; readonly downstream: number };
   readonly zombies: { readonly upstream: ZombieOutcome; readonly downstream: ZombieOutcome };
-  readonly rescaled: { readonly from: number; readonly to: number };
+  readonly rescaled: {
+    readonly upstream: { readonly from: number; readonly to: number };
+    readonly downstream: { readonly from: number; readonly to: number };
+  };
   readonly elapsedSeconds: number;
   readonly topics: { readonly input: string; readonly repartition: string; readonly output: string };
   /** Differences between the committed output and the batch computation (empty: exactly once). */
@@ -112,6 +119,7 @@ export async function runShardedWindowSum(options: ShardedWindowSumOptions): Pro
     output: `sharded-window-sum-out-${run}`,
     clicks: options.clicks,
     checkpoints: await mkdtemp(join(tmpdir(), "exactly-sharded-window-sum-")),
+    ...(options.keepRepartitionTopic ? { keepRepartitionTopic: true } : {}),
   };
   const log = options.log ?? (() => {});
   const random = seededRandom(options.seed);
@@ -196,15 +204,16 @@ export async function runShardedWindowSum(options: ShardedWindowSumOptions): Pro
     log(`${group} shard ${victim.shard}: SIGKILLed; started again`);
     start(group, victim.shard);
   };
-  const rescale = async () => {
-    for (const p of processes.filter((q) => q.group === DOWNSTREAM && alive(q)))
+  /** Every shard of `group` stops with a final checkpoint; the rescale is declared; the new count starts. */
+  const rescale = async (group: typeof FIRST_GROUP | typeof DOWNSTREAM) => {
+    for (const p of processes.filter((q) => q.group === group && alive(q)))
       await end(p, p.started && !p.fenced ? "SIGTERM" : "SIGKILL");
-    processes = processes.filter((p) => p.group !== DOWNSTREAM);
-    const storage = new FileSystemCheckpointStorage(join(config.checkpoints, `group-${DOWNSTREAM}`));
-    await declareRescale(storage, RESCALED_TO);
-    counts[DOWNSTREAM] = RESCALED_TO;
-    for (let shard = 0; shard < RESCALED_TO; shard++) start(DOWNSTREAM, shard);
-    log(`${DOWNSTREAM}: rescaled from ${SHARDS[DOWNSTREAM]} shards to ${RESCALED_TO}`);
+    processes = processes.filter((p) => p.group !== group);
+    const storage = new FileSystemCheckpointStorage(join(config.checkpoints, `group-${group}`));
+    await declareRescale(storage, RESCALED_TO[group]);
+    counts[group] = RESCALED_TO[group];
+    for (let shard = 0; shard < RESCALED_TO[group]; shard++) start(group, shard);
+    log(`${group}: rescaled from ${SHARDS[group]} shards to ${RESCALED_TO[group]}`);
   };
 
   // The moments, as fractions of the input written: the zombies and the rescale at fixed
@@ -223,7 +232,8 @@ export async function runShardedWindowSum(options: ShardedWindowSumOptions): Pro
       zombies.downstream = await zombie(DOWNSTREAM);
     },
   });
-  events.push({ at: 0.6, run: rescale });
+  events.push({ at: 0.3, run: () => rescale(FIRST_GROUP) });
+  events.push({ at: 0.6, run: () => rescale(DOWNSTREAM) });
   for (let i = 0; i < options.kills; i++) {
     const group = i % 2 === 0 ? "upstream" : "downstream";
     events.push({ at: 0.2 + (0.7 * (i + random())) / Math.max(1, options.kills), run: () => kill(group) });
@@ -282,7 +292,10 @@ export async function runShardedWindowSum(options: ShardedWindowSumOptions): Pro
         upstream: zombies.upstream ?? { shard: -1, fenced: false },
         downstream: zombies.downstream ?? { shard: -1, fenced: false },
       },
-      rescaled: { from: SHARDS[DOWNSTREAM], to: RESCALED_TO },
+      rescaled: {
+        upstream: { from: SHARDS[FIRST_GROUP], to: RESCALED_TO[FIRST_GROUP] },
+        downstream: { from: SHARDS[DOWNSTREAM], to: RESCALED_TO[DOWNSTREAM] },
+      },
       elapsedSeconds,
       topics: { input: config.input, repartition: config.repartition, output: config.output },
       mismatches,

@@ -71,6 +71,8 @@ export interface ShardedWindowSumConfig {
   readonly repartition: string;
   readonly output: string;
   readonly checkpoints: string;
+  /** Keep every record of the repartition topic (no DeleteRecords), so that other readers can check it whole. */
+  readonly keepRepartitionTopic?: boolean;
 }
 
 /** The job, as a module builds it (`exactly run sharded-window-sum.js --group … --shard k/N`). */
@@ -101,6 +103,7 @@ export default function shardedWindowSumJob({ params, logger, metrics }: JobRunt
         topic: config.repartition,
         partitions: REPARTITION_PARTITIONS,
         transactionTimeoutMs: 60_000,
+        ...(config.keepRepartitionTopic ? { retainedCheckpoints: 0 } : {}),
       }),
     })
     .window(TumblingEventTimeWindows.of(WINDOW_MS))
