@@ -170,3 +170,29 @@ describe("a job with a repartition", () => {
     expect(storage).toMatchObject({ directory: expect.stringMatching(/\/group-downstream$/) });
   });
 });
+
+describe("a group's checkpoints", () => {
+  it("are refused by another group, naming group (each keeps its own folder)", async () => {
+    const { job } = await clicksJob(4, { group: "downstream" });
+    const { storage } = job.executionSetup();
+    // A checkpoint of the upstream group, put where the downstream group keeps its own.
+    await storage.beginCheckpoint(1);
+    const { handle } = await storage.writeTaskState(1, "out/0", { pending: [] });
+    await storage.completeCheckpoint({
+      checkpointId: 1,
+      timestamp: Date.now(),
+      jobName: "clicks",
+      job: { name: "clicks", id: "clicks", group: "upstream" },
+      stages: { out: { parallelism: 1, kind: "sink" } },
+      maxParallelism: 16,
+      taskStates: { "out/0": handle },
+    });
+    const error = await job.execute().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as ConfigurationError).setting).toBe("group");
+    expect(String(error)).toContain('written by group "upstream" of job "clicks"');
+  });
+});
